@@ -1,0 +1,79 @@
+"""What every adapter shares: the ``feed``/``close`` contract and envelope filling.
+
+An adapter is a stateful normaliser for one native dialect. ``feed(native)`` takes one
+native item (an SDK object, a dict, a JSON line, or a chunk of raw bytes) and returns
+the Universal Events it completes; ``close()`` finishes the stream — a stream cut
+before its terminal event yields an interrupted/error event there, not silence.
+Events come back without ``seq`` (the session log assigns it) but with ``source``,
+``session_id``, ``turn_id`` and ``ts`` filled.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, TypeVar
+
+from universal_event.events import Event, EventBase, NativeUnknownEvent, Source
+
+__all__ = ["Adapter", "new_id"]
+
+EventT = TypeVar("EventT", bound=EventBase)
+
+
+def new_id() -> str:
+    """A fresh unique event id."""
+    return uuid.uuid4().hex
+
+
+class Adapter(ABC):
+    """Base class of the per-runtime normalisers."""
+
+    runtime: ClassVar[str]
+    """The runtime name the CLI uses (``--from``)."""
+
+    def __init__(self, *, session_id: str = "") -> None:
+        self.session_id = session_id
+        self.turn_id: str | None = None
+        self.step: int | None = None
+
+    @abstractmethod
+    def feed(self, native: Any) -> list[Event]:
+        """Normalise one native item into the events it completes."""
+
+    def close(self) -> list[Event]:
+        """Finish the stream; events for anything left open."""
+        return []
+
+    def make(
+        self,
+        event_type: type[EventT],
+        *,
+        native_type: str | None = None,
+        native_id: str | None = None,
+        model: str | None = None,
+        **fields: Any,
+    ) -> EventT:
+        """Build an event with the envelope filled from the adapter's state."""
+        fields.setdefault("turn_id", self.turn_id)
+        fields.setdefault("step", self.step)
+        return event_type(
+            id=new_id(),
+            session_id=self.session_id,
+            ts=time.time(),
+            source=Source(
+                runtime=self.runtime, native_type=native_type, native_id=native_id, model=model
+            ),
+            **fields,
+        )
+
+    def unknown(self, native_type: str | None, payload: Any, reason: str) -> NativeUnknownEvent:
+        """Keep a native item the adapter does not recognise."""
+        return self.make(
+            NativeUnknownEvent,
+            native_type=native_type,
+            runtime=self.runtime,
+            payload=payload,
+            reason=reason,
+        )

@@ -1,0 +1,5 @@
+"""``python -m universal_event``."""
+
+from universal_event.cli import main
+
+raise SystemExit(main())

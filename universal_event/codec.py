@@ -1,0 +1,179 @@
+"""Encode and decode Universal Events: single events, JSON lines, msgpack.
+
+Decoders are built once (msgspec's advice) and decode straight into the typed structs.
+Every failure raises :class:`~universal_event.errors.DecodeError` naming the JSON path.
+
+Unknown event types. A log written by a newer producer may hold event types this
+version does not know. ``decode``/``decode_lines`` take ``unknown``:
+
+* ``"preserve"`` (the default for logs): the event is kept as ``native/unknown`` with
+  ``runtime="universal-event"``, ``native_type`` = the unknown tag, ``payload`` = the
+  whole raw object, and its envelope (``seq``, ``id``, ``session_id``, ``ts``) intact,
+  so seq stays contiguous and nothing is lost;
+* ``"raise"``: a :class:`DecodeError` at ``$.type``.
+
+Unknown *fields* of known types are ignored (msgspec schema evolution).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any, Literal
+
+import msgspec
+
+from universal_event.errors import DecodeError
+from universal_event.events import EVENT_TYPES, Event, EventBase, NativeUnknownEvent
+
+__all__ = [
+    "decode",
+    "decode_lines",
+    "decode_msgpack",
+    "encode",
+    "encode_lines",
+    "encode_msgpack",
+    "iter_lines",
+    "to_builtins",
+]
+
+UnknownPolicy = Literal["preserve", "raise"]
+
+_json_encoder = msgspec.json.Encoder()
+_json_decoder: msgspec.json.Decoder[Event] = msgspec.json.Decoder(Event)
+_raw_json_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
+_msgpack_encoder = msgspec.msgpack.Encoder()
+_msgpack_decoder: msgspec.msgpack.Decoder[Event] = msgspec.msgpack.Decoder(Event)
+_raw_msgpack_decoder: msgspec.msgpack.Decoder[Any] = msgspec.msgpack.Decoder()
+
+_PATH_RE = re.compile(r"^(?P<problem>.*?)(?: - at `(?P<path>[^`]*)`)?$", re.DOTALL)
+
+
+def encode(event: EventBase) -> bytes:
+    """One event as compact JSON bytes."""
+    return _json_encoder.encode(event)
+
+
+def encode_lines(events: Iterable[EventBase]) -> bytes:
+    """Events as JSON lines (each line ends with ``\\n``)."""
+    buffer = bytearray()
+    for event in events:
+        _json_encoder.encode_into(event, buffer, -1)
+        buffer += b"\n"
+    return bytes(buffer)
+
+
+def encode_msgpack(event: EventBase) -> bytes:
+    """One event as msgpack bytes."""
+    return _msgpack_encoder.encode(event)
+
+
+def to_builtins(event: EventBase) -> dict[str, Any]:
+    """One event as plain dicts/lists (what ``json.loads(encode(event))`` would give)."""
+    result: dict[str, Any] = msgspec.to_builtins(event)
+    return result
+
+
+def decode(
+    data: bytes | bytearray | memoryview | str, *, unknown: UnknownPolicy = "preserve"
+) -> Event:
+    """Decode one JSON event."""
+    try:
+        return _json_decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        return _recover(data, exc, unknown, _raw_json_decoder, line=None)
+    except msgspec.DecodeError as exc:
+        raise _as_decode_error(exc, line=None) from None
+    except RecursionError:
+        raise DecodeError("nesting too deep") from None
+
+
+def decode_msgpack(
+    data: bytes | bytearray | memoryview, *, unknown: UnknownPolicy = "preserve"
+) -> Event:
+    """Decode one msgpack event."""
+    try:
+        return _msgpack_decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        return _recover(data, exc, unknown, _raw_msgpack_decoder, line=None)
+    except msgspec.DecodeError as exc:
+        raise _as_decode_error(exc, line=None) from None
+
+
+def iter_lines(
+    data: bytes | bytearray | memoryview, *, unknown: UnknownPolicy = "preserve"
+) -> Iterator[Event]:
+    """Decode JSON lines lazily; blank lines are skipped. Errors name the line."""
+    view = memoryview(data)
+    start = 0
+    line_number = 0
+    length = len(view)
+    raw = data if isinstance(data, bytes) else bytes(view)
+    while start < length:
+        end = raw.find(b"\n", start)
+        if end == -1:
+            end = length
+        line_number += 1
+        line = view[start:end]
+        start = end + 1
+        if len(line) < 64 and not bytes(line).strip():
+            continue
+        yield _decode_line(line, line_number, unknown)
+
+
+def decode_lines(
+    data: bytes | bytearray | memoryview, *, unknown: UnknownPolicy = "preserve"
+) -> list[Event]:
+    """Decode JSON lines into a list of events."""
+    return list(iter_lines(data, unknown=unknown))
+
+
+def _decode_line(line: memoryview, line_number: int, unknown: UnknownPolicy) -> Event:
+    try:
+        return _json_decoder.decode(line)
+    except msgspec.ValidationError as exc:
+        return _recover(line, exc, unknown, _raw_json_decoder, line=line_number)
+    except msgspec.DecodeError as exc:
+        raise _as_decode_error(exc, line=line_number) from None
+    except RecursionError:
+        raise DecodeError("nesting too deep", line=line_number) from None
+
+
+def _recover(
+    data: Any,
+    exc: msgspec.ValidationError,
+    unknown: UnknownPolicy,
+    raw_decoder: msgspec.json.Decoder[Any] | msgspec.msgpack.Decoder[Any],
+    *,
+    line: int | None,
+) -> Event:
+    """Turn an event of an unknown type into ``native/unknown``; re-raise anything else."""
+    error = _as_decode_error(exc, line=line)
+    if unknown == "raise" or error.path != "$.type":
+        raise error from None
+    raw = raw_decoder.decode(data)
+    if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
+        raise error from None
+    if raw["type"] in EVENT_TYPES:
+        raise error from None
+    envelope = {key: raw[key] for key in ("seq", "id", "session_id", "ts") if key in raw}
+    try:
+        return msgspec.convert(
+            {
+                **envelope,
+                "type": "native/unknown",
+                "runtime": "universal-event",
+                "native_type": raw["type"],
+                "payload": raw,
+                "reason": "event type unknown to this version",
+            },
+            NativeUnknownEvent,
+        )
+    except msgspec.ValidationError as envelope_error:
+        raise _as_decode_error(envelope_error, line=line) from None
+
+
+def _as_decode_error(exc: msgspec.MsgspecError, *, line: int | None) -> DecodeError:
+    match = _PATH_RE.match(str(exc))
+    assert match is not None
+    return DecodeError(match.group("problem"), path=match.group("path") or "$", line=line)

@@ -1,0 +1,135 @@
+"""The library's errors: one base class, a few subclasses, messages that say where.
+
+The tree::
+
+    UniversalEventError            anything this library raises on purpose
+    ├── DecodeError                bytes or dicts that are not a valid Universal Event
+    │                              (names the JSON path, e.g. ``at $.content[0].text``)
+    ├── AdapterError               a native stream an adapter cannot make sense of
+    ├── SurfaceError               a surface intent on an event that cannot carry one,
+    │                              or a replace range that does not exist
+    ├── CheckpointError            a checkpoint could not reach the store; the guarded
+    │                              action (model request, tool run) must not happen
+    ├── StoreError                 a store could not do what was asked
+    │   ├── ConflictError          another writer appended first (expected seq taken)
+    │   ├── CorruptEventError      a stored event cannot be read (names session and seq)
+    │   └── SessionNotFoundError   no such session
+    ├── LiveSessionError           repair was asked of a session that is still live
+    ├── RenderError                a history cannot be rendered for the target
+    └── NotAvailableError          a feature that this build does not provide (yet)
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AdapterError",
+    "CheckpointError",
+    "ConflictError",
+    "CorruptEventError",
+    "DecodeError",
+    "LiveSessionError",
+    "NotAvailableError",
+    "RenderError",
+    "SessionNotFoundError",
+    "StoreError",
+    "SurfaceError",
+    "UniversalEventError",
+]
+
+
+class UniversalEventError(Exception):
+    """Base class of every error this library raises on purpose."""
+
+
+class DecodeError(UniversalEventError, ValueError):
+    """Input that is not a valid Universal Event.
+
+    ``path`` is the JSON path of the offending value (``$`` for the whole document),
+    ``problem`` what was wrong with it, ``line`` the 1-based line for JSON-lines input.
+    """
+
+    def __init__(self, problem: str, *, path: str = "$", line: int | None = None) -> None:
+        self.problem = problem
+        self.path = path
+        self.line = line
+        where = f"at {path}" if line is None else f"at line {line}, {path}"
+        super().__init__(f"{problem} ({where})")
+
+
+class AdapterError(UniversalEventError, ValueError):
+    """A native event an adapter cannot interpret (malformed, out of order).
+
+    ``runtime`` names the adapter, ``native_type`` the offending native event type.
+    """
+
+    def __init__(self, message: str, *, runtime: str, native_type: str | None = None) -> None:
+        self.runtime = runtime
+        self.native_type = native_type
+        prefix = f"[{runtime}]" if native_type is None else f"[{runtime} {native_type!r}]"
+        super().__init__(f"{prefix} {message}")
+
+
+class SurfaceError(UniversalEventError, ValueError):
+    """A surface intent on an event type that never reaches the model, or a bad range."""
+
+
+class CheckpointError(UniversalEventError):
+    """A checkpoint failed: the buffered events did not reach the store.
+
+    The action the checkpoint guards (sending a model request, running a tool) must not
+    run; the events stay buffered so a later checkpoint can retry.
+    """
+
+
+class StoreError(UniversalEventError):
+    """A store failed to do what was asked."""
+
+
+class ConflictError(StoreError):
+    """Another writer appended to the session first.
+
+    ``expected_seq`` is the seq this writer wanted to write next, ``actual_seq`` the
+    store's next free seq. Re-read the session and retry.
+    """
+
+    def __init__(self, session_id: str, expected_seq: int, actual_seq: int) -> None:
+        self.session_id = session_id
+        self.expected_seq = expected_seq
+        self.actual_seq = actual_seq
+        super().__init__(
+            f"session {session_id!r}: expected next seq {expected_seq}, "
+            f"but the store is at {actual_seq} (another writer appended first)"
+        )
+
+
+class CorruptEventError(StoreError):
+    """A stored event cannot be decoded. Other sessions stay readable."""
+
+    def __init__(self, session_id: str, seq: int | None, problem: str) -> None:
+        self.session_id = session_id
+        self.seq = seq
+        self.problem = problem
+        super().__init__(f"session {session_id!r}, seq {seq}: corrupt event: {problem}")
+
+
+class SessionNotFoundError(StoreError, KeyError):
+    """No session with that id exists in the store."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f"no session {session_id!r}")
+
+    def __str__(self) -> str:
+        return f"no session {self.session_id!r}"
+
+
+class LiveSessionError(UniversalEventError):
+    """Repair refuses a session that still has a live writer."""
+
+
+class RenderError(UniversalEventError, ValueError):
+    """A derived history cannot be rendered for the requested target."""
+
+
+class NotAvailableError(UniversalEventError):
+    """A feature that is not available in this build (yet)."""

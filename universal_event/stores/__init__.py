@@ -1,0 +1,41 @@
+"""Event stores and ``open_store(url)``.
+
+URLs (the CLI's ``--store``): ``memory:``, ``jsonl:///dir``, ``sqlite:///file.db``,
+``postgresql://user@host:port/db``. Backends with optional drivers import lazily.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from universal_event.stores._base import SessionInfo, Store, check_batch
+from universal_event.stores.memory import MemoryStore
+
+__all__ = ["DEFAULT_STORE_URL", "MemoryStore", "SessionInfo", "Store", "check_batch", "open_store"]
+
+DEFAULT_STORE_URL = "sqlite:///./.universal-event/sessions.db"
+"""The store used when neither ``--store`` nor ``UNIVERSAL_EVENT_STORE`` is given."""
+
+_BACKENDS: dict[str, tuple[str, str]] = {
+    "jsonl": ("universal_event.stores.jsonl", "JsonlStore"),
+    "sqlite": ("universal_event.stores.sqlite", "SqliteStore"),
+    "postgresql": ("universal_event.stores.postgres", "PostgresStore"),
+    "postgres": ("universal_event.stores.postgres", "PostgresStore"),
+}
+
+
+def open_store(url: str, **options: Any) -> Store:
+    """Open the store a URL names. Each backend class has ``from_url(url, **options)``."""
+    if url in ("memory:", "memory://"):
+        return MemoryStore()
+    scheme = url.split(":", 1)[0]
+    if scheme not in _BACKENDS:
+        raise ValueError(
+            f"unknown store URL {url!r}: expected memory:, jsonl:///dir, "
+            "sqlite:///file or postgresql://..."
+        )
+    module_name, class_name = _BACKENDS[scheme]
+    backend = getattr(importlib.import_module(module_name), class_name)
+    store: Store = backend.from_url(url, **options)
+    return store

@@ -1,0 +1,97 @@
+"""The ``Store`` protocol every backend implements, and what it promises.
+
+A store holds sessions as append-only, seq-numbered event sequences:
+
+* ``append(session_id, events, expected_seq=n)`` writes a batch whose first event has
+  seq ``n`` and whose seqs are contiguous; when the store's next free seq is not ``n``
+  (another writer got there first) it raises :class:`ConflictError` and writes nothing.
+  On return the batch is durable to the backend's durability setting (this is what a
+  checkpoint waits for).
+* ``read`` streams a seq range in order (bounded memory: backends page through it).
+* ``tail`` waits for events after a seq (wakes on appends, in this process or, for
+  backends that can, in others).
+
+Events arrive already enveloped (seq, id, session_id, ts filled by the session log).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Protocol, runtime_checkable
+
+import msgspec
+
+from universal_event.events import Event, EventBase
+
+__all__ = ["SessionInfo", "Store", "check_batch"]
+
+
+class SessionInfo(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What a store knows about a session without reading its events."""
+
+    session_id: str
+    runtime: str | None = None
+    """The runtime of the first event that names one (``source.runtime``)."""
+    created: float = 0.0
+    last_activity: float = 0.0
+    event_count: int = 0
+    parent_id: str | None = None
+    """For a fork: the session it was forked from."""
+    fork_seq: int | None = None
+    """For a fork: the last parent seq it shares."""
+
+
+@runtime_checkable
+class Store(Protocol):
+    """An append-only event store. See the module docstring for the contract."""
+
+    def append(self, session_id: str, events: Sequence[EventBase], *, expected_seq: int) -> None:
+        """Append a contiguous batch starting at ``expected_seq``, or raise ConflictError."""
+        ...
+
+    def read(self, session_id: str, start: int = 0, end: int | None = None) -> Iterator[Event]:
+        """Events with ``start <= seq < end`` (``end=None``: to the last), in seq order."""
+        ...
+
+    def latest_seq(self, session_id: str) -> int:
+        """The highest seq stored for the session, -1 when it has none."""
+        ...
+
+    def list_sessions(self) -> list[SessionInfo]:
+        """Every session, with metadata."""
+        ...
+
+    def session_info(self, session_id: str) -> SessionInfo:
+        """One session's metadata; raises SessionNotFoundError."""
+        ...
+
+    def fork(self, source_id: str, new_id: str, *, upto_seq: int) -> None:
+        """Copy events ``0..upto_seq`` of ``source_id`` into a new session ``new_id``."""
+        ...
+
+    def delete(self, session_id: str) -> None:
+        """Remove a session and all its events."""
+        ...
+
+    def tail(self, session_id: str, after_seq: int, *, timeout: float | None = None) -> list[Event]:
+        """Events with seq > ``after_seq``; waits up to ``timeout`` seconds for some."""
+        ...
+
+    def close(self) -> None:
+        """Release connections and files."""
+        ...
+
+
+def check_batch(session_id: str, events: Sequence[EventBase], expected_seq: int) -> None:
+    """Raise ValueError unless ``events`` are seq-contiguous from ``expected_seq``."""
+    for offset, event in enumerate(events):
+        if event.seq != expected_seq + offset:
+            raise ValueError(
+                f"session {session_id!r}: batch event {offset} has seq {event.seq}, "
+                f"expected {expected_seq + offset}"
+            )
+        if event.session_id != session_id:
+            raise ValueError(
+                f"batch event seq {event.seq} belongs to session {event.session_id!r}, "
+                f"not {session_id!r}"
+            )
