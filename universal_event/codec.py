@@ -78,26 +78,14 @@ def decode(
     data: bytes | bytearray | memoryview | str, *, unknown: UnknownPolicy = "preserve"
 ) -> Event:
     """Decode one JSON event."""
-    try:
-        return _json_decoder.decode(data)
-    except msgspec.ValidationError as exc:
-        return _recover(data, exc, unknown, _raw_json_decoder, line=None)
-    except msgspec.DecodeError as exc:
-        raise _as_decode_error(exc, line=None) from None
-    except RecursionError:
-        raise DecodeError("nesting too deep") from None
+    return _decode(_json_decoder, _raw_json_decoder, data, unknown, line=None)
 
 
 def decode_msgpack(
     data: bytes | bytearray | memoryview, *, unknown: UnknownPolicy = "preserve"
 ) -> Event:
     """Decode one msgpack event."""
-    try:
-        return _msgpack_decoder.decode(data)
-    except msgspec.ValidationError as exc:
-        return _recover(data, exc, unknown, _raw_msgpack_decoder, line=None)
-    except msgspec.DecodeError as exc:
-        raise _as_decode_error(exc, line=None) from None
+    return _decode(_msgpack_decoder, _raw_msgpack_decoder, data, unknown, line=None)
 
 
 def iter_lines(
@@ -129,14 +117,28 @@ def decode_lines(
 
 
 def _decode_line(line: memoryview, line_number: int, unknown: UnknownPolicy) -> Event:
+    return _decode(_json_decoder, _raw_json_decoder, line, unknown, line=line_number)
+
+
+def _decode(
+    decoder: msgspec.json.Decoder[Event] | msgspec.msgpack.Decoder[Event],
+    raw_decoder: msgspec.json.Decoder[Any] | msgspec.msgpack.Decoder[Any],
+    data: Any,
+    unknown: UnknownPolicy,
+    *,
+    line: int | None,
+) -> Event:
+    """Decode into the typed union; every failure becomes a located DecodeError."""
     try:
-        return _json_decoder.decode(line)
+        return decoder.decode(data)
     except msgspec.ValidationError as exc:
-        return _recover(line, exc, unknown, _raw_json_decoder, line=line_number)
+        return _recover(data, exc, unknown, raw_decoder, line=line)
     except msgspec.DecodeError as exc:
-        raise _as_decode_error(exc, line=line_number) from None
+        raise _as_decode_error(exc, line=line) from None
+    except UnicodeDecodeError as exc:
+        raise DecodeError(f"invalid UTF-8 at byte {exc.start}: {exc.reason}", line=line) from None
     except RecursionError:
-        raise DecodeError("nesting too deep", line=line_number) from None
+        raise DecodeError("nesting too deep (recursion limit)", line=line) from None
 
 
 def _recover(

@@ -84,12 +84,19 @@ class TextPart(_Part, tag="text", kw_only=True, frozen=True):
     citations: list[Citation] = []
     cache_control: dict[str, Any] | None = None
     """Anthropic prompt-caching hint, kept for targets that support it."""
+    item_id: str | None = None
+    """OpenAI Responses: the ``msg_...`` output item this text came from. Consecutive
+    parts with the same ``item_id`` belong to one ``message`` item."""
+    phase: str | None = None
+    """OpenAI Responses message ``phase`` (``commentary`` / ``final_answer``, gpt-5.5+)."""
 
 
 class RefusalPart(_Part, tag="refusal", kw_only=True, frozen=True):
     """A model refusal (OpenAI ``refusal`` content); rendered as text elsewhere."""
 
     text: str
+    item_id: str | None = None
+    """OpenAI Responses: the ``msg_...`` output item this refusal came from."""
 
 
 class ImagePart(_Part, tag="image", kw_only=True, frozen=True):

@@ -21,9 +21,22 @@ from typing import Protocol, runtime_checkable
 
 import msgspec
 
+from universal_event.codec import decode, encode
+from universal_event.errors import CorruptEventError, DecodeError
 from universal_event.events import Event, EventBase
 
-__all__ = ["SessionInfo", "Store", "check_batch"]
+__all__ = [
+    "READ_PAGE_SIZE",
+    "SessionInfo",
+    "Store",
+    "check_batch",
+    "decode_stored",
+    "encode_for",
+    "runtime_of",
+]
+
+READ_PAGE_SIZE = 256
+"""How many events a durable backend fetches per page while streaming ``read``."""
 
 
 class SessionInfo(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -95,3 +108,39 @@ def check_batch(session_id: str, events: Sequence[EventBase], expected_seq: int)
                 f"batch event seq {event.seq} belongs to session {event.session_id!r}, "
                 f"not {session_id!r}"
             )
+
+
+def runtime_of(events: Sequence[EventBase]) -> str | None:
+    """The runtime the first event that names one belongs to (``source.runtime``)."""
+    return next((e.source.runtime for e in events if e.source is not None), None)
+
+
+def encode_for(session_id: str, event: EventBase) -> bytes:
+    """The stored bytes of ``event`` re-homed into ``session_id`` (used by ``fork``).
+
+    The session id is part of every stored payload, so a forked copy is re-encoded;
+    everything else round-trips unchanged (msgspec's encoding is deterministic).
+    """
+    if event.session_id != session_id:
+        event = msgspec.structs.replace(event, session_id=session_id)
+    return encode(event)
+
+
+def decode_stored(session_id: str, seq: int, payload: bytes | bytearray | memoryview) -> Event:
+    """Decode a stored event, checking it is the one its position says it is.
+
+    Raises :class:`CorruptEventError` naming session and seq when the bytes do not
+    decode or the event inside claims another seq or session (a duplicated or
+    misplaced line/row would otherwise pass silently).
+    """
+    try:
+        event = decode(payload)
+    except DecodeError as exc:
+        raise CorruptEventError(session_id, seq, str(exc)) from None
+    if event.seq != seq or event.session_id != session_id:
+        raise CorruptEventError(
+            session_id,
+            seq,
+            f"stored event claims session {event.session_id!r} seq {event.seq}",
+        )
+    return event
