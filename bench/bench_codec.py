@@ -20,8 +20,9 @@ import pydantic
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import universal_event as ue  # noqa: E402
-from _ratio import best_of, ratio_line  # noqa: E402
+from _ratio import best_of, ratio_line
+
+import universal_event as ue
 
 _models: dict[type, Any] = {}
 
