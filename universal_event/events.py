@@ -214,6 +214,11 @@ class AssistantMessageEvent(EventBase, tag="assistant/message", kw_only=True, fr
     stop_reason: str | None = None
     status: Literal["complete", "partial"] = "complete"
     surface: Surface | None = None
+    choice: int | None = None
+    """Chat Completions choice index (``n > 1``: each choice is its own message)."""
+    logprobs: Any = None
+    """Token log probabilities as the provider sent them (Chat: ``{"content": [...],
+    "refusal": [...]}`` concatenated over the stream), when requested."""
 
 
 class ToolResultEvent(EventBase, tag="tool/result", kw_only=True, frozen=True):

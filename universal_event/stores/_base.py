@@ -16,7 +16,9 @@ Events arrive already enveloped (seq, id, session_id, ts filled by the session l
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
 import msgspec
@@ -32,6 +34,8 @@ __all__ = [
     "check_batch",
     "decode_stored",
     "encode_for",
+    "event_type",
+    "poll_tail",
     "runtime_of",
 ]
 
@@ -126,7 +130,9 @@ def encode_for(session_id: str, event: EventBase) -> bytes:
     return encode(event)
 
 
-def decode_stored(session_id: str, seq: int, payload: bytes | bytearray | memoryview) -> Event:
+def decode_stored(
+    session_id: str, seq: int, payload: bytes | bytearray | memoryview | str
+) -> Event:
     """Decode a stored event, checking it is the one its position says it is.
 
     Raises :class:`CorruptEventError` naming session and seq when the bytes do not
@@ -144,3 +150,32 @@ def decode_stored(session_id: str, seq: int, payload: bytes | bytearray | memory
             f"stored event claims session {event.session_id!r} seq {event.seq}",
         )
     return event
+
+
+def event_type(event: EventBase) -> str:
+    """The event's tag (``user/message``); msgspec keeps it on the class, not the instance."""
+    tag = type(event).__struct_config__.tag
+    return tag if isinstance(tag, str) else type(event).__name__
+
+
+def poll_tail(
+    fetch: Callable[[], list[Event]],
+    wake: threading.Condition,
+    timeout: float | None,
+    poll_interval: float,
+) -> list[Event]:
+    """Fetch until something arrives or ``timeout`` passes, sleeping on ``wake`` between.
+
+    For backends that cannot be told about another process's append (SQLite, JSONL):
+    ``wake`` is notified by this process's own appends, other processes are polled.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        found = fetch()
+        if found:
+            return found
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            return []
+        with wake:
+            wake.wait(poll_interval if remaining is None else min(poll_interval, remaining))

@@ -1,0 +1,314 @@
+"""SQLite store: the embedded default (``sqlite:///path.db``).
+
+Shape (schema version 1)::
+
+    events(session_id TEXT, seq INTEGER, type TEXT, ts REAL, payload BLOB,
+           PRIMARY KEY (session_id, seq))         -- one row per event, never updated
+    sessions(session_id TEXT PRIMARY KEY, runtime, created, last_activity,
+             event_count, parent_id, fork_seq)    -- small metadata row per session
+    schema_version(version INTEGER PRIMARY KEY, applied REAL)
+
+Why this shape: the seeds' lesson is that rewriting one large JSON row per session
+(as some agent SDKs do) turns every append into a rewrite of the whole history. Here an
+append inserts its rows and bumps one small metadata row.
+
+Concurrency: WAL lets readers run beside one writer. Every append runs in
+``BEGIN IMMEDIATE`` (the database write lock is taken before the next-seq check), so
+two processes appending to one session serialise; the loser sees the moved count and
+gets :class:`ConflictError`. The primary key is the backstop: a duplicate seq can never
+be stored. ``synchronous=FULL`` (the default here) makes a returned append durable
+across power loss; ``synchronous="NORMAL"`` keeps it durable across process crashes.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
+
+from universal_event.codec import encode
+from universal_event.errors import ConflictError, CorruptEventError, SessionNotFoundError
+from universal_event.events import Event, EventBase
+from universal_event.stores._base import (
+    READ_PAGE_SIZE,
+    SessionInfo,
+    check_batch,
+    decode_stored,
+    encode_for,
+    event_type,
+    poll_tail,
+    runtime_of,
+)
+
+__all__ = ["SqliteStore"]
+
+Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
+
+_MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (
+        1,
+        (
+            """CREATE TABLE sessions (
+                session_id TEXT PRIMARY KEY,
+                runtime TEXT,
+                created REAL NOT NULL,
+                last_activity REAL NOT NULL,
+                event_count INTEGER NOT NULL,
+                parent_id TEXT,
+                fork_seq INTEGER
+            )""",
+            """CREATE TABLE events (
+                session_id TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                type TEXT NOT NULL,
+                ts REAL NOT NULL,
+                payload BLOB NOT NULL,
+                PRIMARY KEY (session_id, seq)
+            )""",
+        ),
+    ),
+)
+"""Versioned migrations, applied in order on first use; never edit a released one."""
+
+SCHEMA_VERSION = _MIGRATIONS[-1][0]
+
+_INSERT_EVENT = "INSERT INTO events (session_id, seq, type, ts, payload) VALUES (?, ?, ?, ?, ?)"
+
+
+class SqliteStore:
+    """Sessions in one SQLite database file. Thread-safe; usable from many processes."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: Synchronous = "FULL",
+        busy_timeout: float = 30.0,
+        poll_interval: float = 0.02,
+    ) -> None:
+        self.path = Path(path)
+        self._poll_interval = poll_interval
+        if str(self.path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        # isolation_level=None: we issue BEGIN/COMMIT ourselves (BEGIN IMMEDIATE).
+        self._conn = sqlite3.connect(
+            str(self.path), timeout=busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        self._lock = threading.RLock()
+        self._appended = threading.Condition(threading.Lock())
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute(f"PRAGMA synchronous={synchronous}")
+        self._migrate()
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> SqliteStore:
+        """``sqlite:///abs/path.db``, ``sqlite:///./relative.db`` or ``sqlite:///:memory:``."""
+        parts = urlsplit(url)
+        if parts.scheme != "sqlite":
+            raise ValueError(f"not a sqlite URL: {url!r}")
+        path = unquote(parts.path)
+        if path.startswith("/./") or path.startswith("/../") or path == "/:memory:":
+            path = path[1:]
+        if not path:
+            raise ValueError(f"sqlite URL {url!r} names no file")
+        return cls(path, **options)
+
+    # ------------------------------------------------------------------ schema
+
+    def _migrate(self) -> None:
+        """Bring the schema to :data:`SCHEMA_VERSION`; safe when many processes race."""
+        with self._lock, self._write_transaction():
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version "
+                "(version INTEGER PRIMARY KEY, applied REAL NOT NULL)"
+            )
+            row = self._conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+            current = row[0] if row and row[0] is not None else 0
+            for version, statements in _MIGRATIONS:
+                if version <= current:
+                    continue
+                for statement in statements:
+                    self._conn.execute(statement)
+                self._conn.execute(
+                    "INSERT INTO schema_version (version, applied) VALUES (?, ?)",
+                    (version, time.time()),
+                )
+
+    def _write_transaction(self) -> _Transaction:
+        return _Transaction(self._conn)
+
+    # ------------------------------------------------------------------ writes
+
+    def append(self, session_id: str, events: Sequence[EventBase], *, expected_seq: int) -> None:
+        check_batch(session_id, events, expected_seq)
+        rows = [(session_id, e.seq, event_type(e), e.ts, encode(e)) for e in events]
+        now = time.time()
+        with self._lock, self._write_transaction():
+            count = self._event_count(session_id)
+            if count != expected_seq:
+                raise ConflictError(session_id, expected_seq, count)
+            if not rows:
+                return
+            if count == 0:
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO sessions (session_id, runtime, created, "
+                    "last_activity, event_count) VALUES (?, ?, ?, ?, ?)",
+                    (session_id, runtime_of(events), now, now, len(rows)),
+                )
+            else:
+                self._conn.execute(
+                    "UPDATE sessions SET event_count = ?, last_activity = ?, "
+                    "runtime = COALESCE(runtime, ?) WHERE session_id = ?",
+                    (count + len(rows), now, runtime_of(events), session_id),
+                )
+            try:
+                self._conn.executemany(_INSERT_EVENT, rows)
+            except sqlite3.IntegrityError:
+                # Only reachable when the events table disagrees with sessions
+                # (rows written by something else): still never a duplicate.
+                (top,) = self._conn.execute(
+                    "SELECT COALESCE(MAX(seq), -1) FROM events WHERE session_id = ?", (session_id,)
+                ).fetchone()
+                raise ConflictError(session_id, expected_seq, int(top) + 1) from None
+        with self._appended:
+            self._appended.notify_all()
+
+    def _event_count(self, session_id: str) -> int:
+        row = self._conn.execute(
+            "SELECT event_count FROM sessions WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def fork(self, source_id: str, new_id: str, *, upto_seq: int) -> None:
+        source = self.session_info(source_id)
+        last = min(upto_seq, source.event_count - 1)
+        now = time.time()
+        with self._lock, self._write_transaction():
+            if self._event_count(new_id):
+                raise ConflictError(new_id, 0, self._event_count(new_id))
+            self._conn.execute(
+                "INSERT OR REPLACE INTO sessions (session_id, runtime, created, last_activity, "
+                "event_count, parent_id, fork_seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (new_id, source.runtime, now, now, last + 1, source_id, last),
+            )
+            for page_start in range(0, last + 1, READ_PAGE_SIZE):
+                page_end = min(page_start + READ_PAGE_SIZE, last + 1)
+                page = list(self._read_page(source_id, page_start, page_end))
+                self._conn.executemany(
+                    _INSERT_EVENT,
+                    [(new_id, e.seq, event_type(e), e.ts, encode_for(new_id, e)) for e in page],
+                )
+        with self._appended:
+            self._appended.notify_all()
+
+    def delete(self, session_id: str) -> None:
+        with self._lock, self._write_transaction():
+            self._conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
+            self._conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+
+    # ------------------------------------------------------------------ reads
+
+    def read(self, session_id: str, start: int = 0, end: int | None = None) -> Iterator[Event]:
+        """Stream in pages of :data:`READ_PAGE_SIZE` rows; no lock is held between pages."""
+        position = max(start, 0)
+        while end is None or position < end:
+            page_end = (
+                position + READ_PAGE_SIZE if end is None else min(end, position + READ_PAGE_SIZE)
+            )
+            page = self._read_page(session_id, position, page_end)
+            if not page:
+                return
+            yield from page
+            if len(page) < page_end - position:
+                return
+            position = page_end
+
+    def _read_page(self, session_id: str, start: int, end: int) -> list[Event]:
+        """Events ``start <= seq < end``, decoded; a gap or bad row is corruption."""
+        with self._lock:
+            try:
+                rows = self._conn.execute(
+                    "SELECT seq, payload FROM events WHERE session_id = ? AND seq >= ? "
+                    "AND seq < ? ORDER BY seq",
+                    (session_id, start, end),
+                ).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise CorruptEventError(session_id, start, f"sqlite: {exc}") from None
+        page: list[Event] = []
+        for expected, (seq, payload) in enumerate(rows, start):
+            if seq != expected:
+                raise CorruptEventError(session_id, expected, "missing from the events table")
+            if not isinstance(payload, bytes | str):
+                raise CorruptEventError(session_id, seq, f"payload is {type(payload).__name__}")
+            page.append(decode_stored(session_id, seq, payload))
+        return page
+
+    def latest_seq(self, session_id: str) -> int:
+        with self._lock:
+            return self._event_count(session_id) - 1
+
+    def list_sessions(self) -> list[SessionInfo]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT session_id, runtime, created, last_activity, event_count, parent_id, "
+                "fork_seq FROM sessions WHERE event_count > 0 ORDER BY session_id"
+            ).fetchall()
+        return [_session_info(row) for row in rows]
+
+    def session_info(self, session_id: str) -> SessionInfo:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT session_id, runtime, created, last_activity, event_count, parent_id, "
+                "fork_seq FROM sessions WHERE session_id = ? AND event_count > 0",
+                (session_id,),
+            ).fetchone()
+        if row is None:
+            raise SessionNotFoundError(session_id)
+        return _session_info(row)
+
+    def tail(self, session_id: str, after_seq: int, *, timeout: float | None = None) -> list[Event]:
+        """Poll for new rows (other processes write too); this process's appends wake it."""
+        return poll_tail(
+            lambda: list(self.read(session_id, after_seq + 1)),
+            self._appended,
+            timeout,
+            self._poll_interval,
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def __enter__(self) -> None:
+        self._conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self._conn.execute("COMMIT")
+        else:
+            self._conn.execute("ROLLBACK")
+
+
+def _session_info(row: tuple[Any, ...]) -> SessionInfo:
+    session_id, runtime, created, last_activity, event_count, parent_id, fork_seq = row
+    return SessionInfo(
+        session_id=session_id,
+        runtime=runtime,
+        created=created,
+        last_activity=last_activity,
+        event_count=event_count,
+        parent_id=parent_id,
+        fork_seq=fork_seq,
+    )
