@@ -69,9 +69,7 @@ def openai_usage(native: Mapping[str, Any]) -> Usage:
     Both already include cached tokens in the input figure.
     """
     input_details = native.get("prompt_tokens_details") or native.get("input_tokens_details")
-    output_details = native.get("completion_tokens_details") or native.get(
-        "output_tokens_details"
-    )
+    output_details = native.get("completion_tokens_details") or native.get("output_tokens_details")
     input_tokens = native.get("prompt_tokens", native.get("input_tokens"))
     output_tokens = native.get("completion_tokens", native.get("output_tokens"))
     return Usage(

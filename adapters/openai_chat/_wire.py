@@ -34,6 +34,7 @@ import msgspec
 __all__ = [
     "ChatBody",
     "Choice",
+    "CustomFragment",
     "Delta",
     "FunctionFragment",
     "ToolCallFragment",

@@ -146,7 +146,9 @@ class FunctionCallArgumentsDelta(
     """A fragment of a function call's JSON arguments."""
 
 
-class CustomToolCallInputDelta(_ItemDelta, tag="response.custom_tool_call_input.delta", kw_only=True):
+class CustomToolCallInputDelta(
+    _ItemDelta, tag="response.custom_tool_call_input.delta", kw_only=True
+):
     """A fragment of a custom (freeform) tool call's plain-text input."""
 
 
@@ -166,9 +168,7 @@ class ShellCallCommandDelta(_ItemDelta, tag="response.shell_call_command.delta",
     command_index: int = 0
 
 
-class ShellCallOutputDelta(
-    _Wire, tag="response.shell_call_output_content.delta", kw_only=True
-):
+class ShellCallOutputDelta(_Wire, tag="response.shell_call_output_content.delta", kw_only=True):
     """Streamed output of a shell call. ``delta`` is an object (stdout/stderr) on the wire."""
 
     item_id: str = ""
@@ -249,5 +249,6 @@ def decode_event(data: bytes | dict[str, Any]) -> WireEvent:
     """Decode one event from JSON bytes or a dict; raises ``msgspec.ValidationError``
     (undeclared type, wrong shape) or ``msgspec.DecodeError`` (malformed JSON)."""
     if isinstance(data, dict):
-        return msgspec.convert(data, WireEvent)
+        event: WireEvent = msgspec.convert(data, WireEvent)
+        return event
     return event_decoder.decode(data)

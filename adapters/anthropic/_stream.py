@@ -1,0 +1,889 @@
+"""Anthropic Messages API → Universal Events (streamed and non-streamed responses).
+
+:class:`AnthropicAdapter` is a stateful normaliser. ``feed`` takes, in any mix:
+
+* raw ``bytes`` of the HTTP response body — SSE (the fast path: frames decode straight
+  into the :mod:`adapters.anthropic._wire` structs) or a whole non-streamed JSON body
+  (a ``message`` or an ``error``), buffered across chunks;
+* a ``str`` (the same text);
+* a ``dict`` (one stream event, a ``message``, or an error body);
+* the SDK's typed objects (``RawMessageStreamEvent`` members, ``Message``, the beta
+  variants). The ``MessageStream`` helper's synthesised convenience events (``text``,
+  ``thinking``, ``input_json``, ``citation``, ``signature``) repeat the raw deltas and are
+  skipped.
+
+What comes out, per API message: ``turn/start`` (when no turn is open) and
+``step/start`` at ``message_start``; one ``assistant/chunk`` per delta (text, thinking,
+signature, tool arguments, citations — concatenated they equal the final message);
+at ``message_stop`` one ``assistant/message``, one ``usage`` (normalised once: input
+includes the cache), ``step/end`` and — unless the model stopped to call tools
+(``tool_use``, ``pause_turn``) — ``turn/end``.
+
+Bad input never loses what was normalised: a frame that is not JSON, an unknown event
+or delta type, a delta for a block that never started (out of order) become
+``native/unknown`` events (payload kept, ``reason`` says why) and the stream goes on; a
+stream cut before ``message_stop`` yields, at :meth:`AnthropicAdapter.close`, the partial
+message (``status="partial"``), an ``error`` (``stream_interrupted``) and ``turn/end``
+``interrupted``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import msgspec
+
+from adapters._base import Adapter, EventT, new_id
+from adapters._sse import SSEDecoder, SSEFrame
+from adapters._usage import anthropic_usage, merge_anthropic_usage
+from adapters.anthropic import _wire
+from universal_event.events import (
+    AssistantChunkEvent,
+    AssistantMessageEvent,
+    ErrorEvent,
+    Event,
+    Source,
+    StepEndEvent,
+    StepStartEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    TurnStatus,
+    Usage,
+    UsageEvent,
+    UserMessageEvent,
+)
+from universal_event.parts import (
+    AssistantPart,
+    Citation,
+    Provenance,
+    ResultPart,
+    ServerToolCallPart,
+    ServerToolResultPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    UserPart,
+)
+
+__all__ = [
+    "AnthropicAdapter",
+    "assistant_parts",
+    "block_part",
+    "citation_of",
+    "is_retryable_error",
+    "whole_block",
+]
+
+_raw_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
+
+TOOL_TURN_STOP_REASONS = frozenset({"tool_use", "pause_turn"})
+"""Stop reasons after which the turn goes on (the client runs tools / resends)."""
+
+_RETRYABLE_ERRORS = frozenset(
+    {"overloaded_error", "api_error", "rate_limit_error", "timeout_error", "stream_interrupted"}
+)
+_HTTP_STATUS_OF_ERROR = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
+"""Anthropic's documented error type → HTTP status (an in-stream error has no status)."""
+
+_SDK_HELPER_EVENTS = frozenset({"text", "thinking", "input_json", "citation", "signature"})
+"""``MessageStream`` convenience events that only repeat a raw delta."""
+
+
+def is_retryable_error(error_type: str | None) -> bool:
+    """Whether an Anthropic error type is worth retrying (overload, 5xx, rate limit)."""
+    return error_type in _RETRYABLE_ERRORS
+
+
+def citation_of(native: Mapping[str, Any]) -> Citation:
+    """An Anthropic citation (char/page/content-block location, web search result)."""
+    title = native.get("title") or native.get("document_title")
+    return Citation(
+        kind=str(native.get("type", "unknown")),
+        cited_text=native.get("cited_text"),
+        url=native.get("url"),
+        title=title if isinstance(title, str) else None,
+        start_index=native.get("start_char_index"),
+        end_index=native.get("end_char_index"),
+        native=dict(native),
+    )
+
+
+def _dump(obj: Any) -> dict[str, Any]:
+    """An SDK (pydantic) object as the JSON dict the API sent.
+
+    ``exclude_unset`` keeps exactly the keys the SDK built the object from, so a
+    same-provider replay of an opaque block sees the API's own shape.
+    """
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    dumped: dict[str, Any] = obj.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return dumped
+
+
+class _Block:
+    """One content block being accumulated (streamed deltas, or whole)."""
+
+    __slots__ = (
+        "citations",
+        "index",
+        "json_parts",
+        "native",
+        "signature",
+        "text_parts",
+        "tool_id",
+        "tool_name",
+        "type",
+    )
+
+    def __init__(self, index: int, native: dict[str, Any]) -> None:
+        self.index = index
+        self.native = native
+        self.type: str = str(native.get("type"))
+        self.text_parts: list[str] = []
+        self.json_parts: list[str] = []
+        self.citations: list[Citation] = []
+        self.signature: str = ""
+        self.tool_id: str | None = native.get("id") if self.type.endswith("tool_use") else None
+        self.tool_name: str | None = native.get("name") if self.tool_id else None
+
+
+class _Message:
+    """The API message being streamed."""
+
+    __slots__ = (
+        "blocks",
+        "chunk_source",
+        "id",
+        "model",
+        "provenance",
+        "stop_reason",
+        "stop_sequence",
+        "streamed",
+        "usage_delta",
+        "usage_start",
+    )
+
+    def __init__(self, message_id: str, model: str | None, runtime: str) -> None:
+        self.id = message_id
+        self.model = model
+        self.provenance = Provenance(provider="anthropic", api="messages", model=model)
+        self.blocks: dict[int, _Block] = {}
+        self.stop_reason: str | None = None
+        self.stop_sequence: str | None = None
+        self.usage_start: dict[str, Any] | None = None
+        self.usage_delta: dict[str, Any] | None = None
+        self.streamed = True
+        self.chunk_source = Source(
+            runtime=runtime, native_type="content_block_delta", native_id=message_id, model=model
+        )
+
+
+class AnthropicAdapter(Adapter):
+    """Normalises one Anthropic Messages conversation (one or more API responses).
+
+    Feed the responses of successive requests into the same adapter: each message is a
+    step; the turn ends when a message stops for a reason other than tool use. Append
+    what the caller sends between requests with :meth:`user_prompt` and
+    :meth:`tool_result`. After :meth:`close` the adapter can take the next stream.
+
+    ``embedded=True`` is for runtimes that carry Anthropic stream events inside their own
+    stream (Claude Code's ``stream_event``): only chunks, usage and errors come out; the
+    host adapter owns messages, steps and turns.
+    """
+
+    runtime: ClassVar[str] = "anthropic"
+
+    def __init__(self, *, session_id: str = "", embedded: bool = False) -> None:
+        super().__init__(session_id=session_id)
+        self.embedded = embedded
+        self.parent_id: str | None = None
+        self._message: _Message | None = None
+        self._turn_open = False
+        self._turn_usage: Usage | None = None
+        self._next_step = 0
+        self._sse = SSEDecoder()
+        self._mode: str | None = None  # "sse" | "json", decided by the first bytes
+        self._json_buffer = bytearray()
+        self._id_prefix = new_id()[:20] + "-"
+        self._id_counter = 0
+        self.finished: dict[str, tuple[str | None, str]] = {}
+        """message id → (stop_reason, status) of every message that ended (for hosts)."""
+
+    # ------------------------------------------------------------------ public API
+
+    def feed(self, native: Any) -> list[Event]:
+        """Normalise bytes, a str, a dict or an SDK object; see the module docstring."""
+        out: list[Event] = []
+        if isinstance(native, bytes | bytearray | memoryview):
+            self._feed_bytes(bytes(native), out)
+        elif isinstance(native, str):
+            self._feed_bytes(native.encode(), out)
+        elif isinstance(native, Mapping):
+            self._on_dict(native, out)
+        elif isinstance(getattr(native, "type", None), str):
+            self._on_typed(native, out)
+        else:
+            out.append(self.unknown(type(native).__name__, repr(native), "not an Anthropic event"))
+        return out
+
+    def close(self) -> list[Event]:
+        """Finish the current stream: a message without ``message_stop`` ends partial.
+
+        A turn whose last message stopped for ``tool_use`` stays open: the caller's tool
+        results and the next request belong to it.
+        """
+        out: list[Event] = []
+        if self._mode == "sse":
+            for frame in self._sse.flush():
+                self._on_frame(frame, out)
+        elif self._json_buffer.strip():
+            raw = bytes(self._json_buffer)
+            out.append(
+                self.unknown(None, raw.decode("utf-8", "replace"), "truncated or malformed JSON")
+            )
+        self._sse = SSEDecoder()
+        self._mode = None
+        self._json_buffer.clear()
+        if self._message is not None:
+            self._finish(out, status="interrupted", error="stream ended before message_stop")
+        return out
+
+    def user_prompt(self, content: str | list[UserPart]) -> list[Event]:
+        """Append what the user asked: a new turn begins with it."""
+        parts: list[UserPart] = [TextPart(text=content)] if isinstance(content, str) else content
+        out: list[Event] = []
+        if self._turn_open:
+            self._end_turn(out, "completed", None)
+        self._start_turn(out)
+        out.append(self.make(UserMessageEvent, content=parts))
+        return out
+
+    def tool_result(
+        self,
+        call_id: str,
+        content: str | list[ResultPart],
+        *,
+        is_error: bool = False,
+        name: str | None = None,
+    ) -> list[Event]:
+        """Append the result of a client-side tool call the caller ran."""
+        parts: list[ResultPart] = [TextPart(text=content)] if isinstance(content, str) else content
+        return [
+            self.make(ToolResultEvent, call_id=call_id, name=name, content=parts, is_error=is_error)
+        ]
+
+    def make(
+        self,
+        event_type: type[EventT],
+        *,
+        native_type: str | None = None,
+        native_id: str | None = None,
+        model: str | None = None,
+        **fields: Any,
+    ) -> EventT:
+        """Like :meth:`Adapter.make`, with ``parent_id`` filled for nested streams."""
+        fields.setdefault("parent_id", self.parent_id)
+        return super().make(
+            event_type, native_type=native_type, native_id=native_id, model=model, **fields
+        )
+
+    # ------------------------------------------------------------------ input front ends
+
+    def _feed_bytes(self, chunk: bytes, out: list[Event]) -> None:
+        if self._mode is None:
+            head = chunk.lstrip()
+            if not head:
+                return
+            self._mode = "json" if head[:1] in (b"{", b"[") else "sse"
+        if self._mode == "sse":
+            for frame in self._sse.feed(chunk):
+                self._on_frame(frame, out)
+        else:
+            self._feed_json(chunk, out)
+
+    def _feed_json(self, chunk: bytes, out: list[Event]) -> None:
+        """A whole JSON body (non-streamed message, error) or JSON lines of events."""
+        self._json_buffer += chunk
+        try:
+            document = _raw_decoder.decode(self._json_buffer)
+        except msgspec.DecodeError as exc:
+            if "truncated" in str(exc):
+                return  # the rest of the body is still to come
+            self._feed_json_lines(out)
+            return
+        self._json_buffer.clear()
+        self._on_document(document, out)
+
+    def _feed_json_lines(self, out: list[Event]) -> None:
+        buffer = self._json_buffer
+        end = buffer.rfind(b"\n")
+        if end == -1:
+            return
+        complete, rest = bytes(buffer[:end]), bytes(buffer[end + 1 :])
+        self._json_buffer = bytearray(rest)
+        for line in complete.splitlines():
+            if not line.strip():
+                continue
+            try:
+                document = _raw_decoder.decode(line)
+            except msgspec.DecodeError as exc:
+                text = line.decode("utf-8", "replace")
+                out.append(self.unknown(None, text, f"malformed JSON: {exc}"))
+                continue
+            self._on_document(document, out)
+
+    def _on_document(self, document: Any, out: list[Event]) -> None:
+        if isinstance(document, dict):
+            self._on_dict(document, out)
+        else:
+            out.append(self.unknown(None, document, "JSON body is not an object"))
+
+    def _on_frame(self, frame: SSEFrame, out: list[Event]) -> None:
+        """One SSE frame: the fast path decodes straight into the wire structs."""
+        data = frame.data
+        if not data or data == b"[DONE]":
+            return
+        try:
+            event = _wire.stream_event_decoder.decode(data)
+        except msgspec.ValidationError:
+            # An unknown event or delta type, or a known one with an odd shape: the dict
+            # path keeps it as native/unknown (or handles what it can).
+            self._on_raw_frame(frame, out)
+            return
+        except msgspec.DecodeError as exc:
+            text = data.decode("utf-8", "replace")
+            out.append(self.unknown(frame.event, text, f"malformed JSON in SSE data: {exc}"))
+            return
+        if type(event) is _wire.ContentBlockDelta:
+            delta = event.delta
+            if type(delta) is _wire.TextDelta:
+                self._text(event.index, delta.text, out)
+            elif type(delta) is _wire.InputJsonDelta:
+                self._input_json(event.index, delta.partial_json, out)
+            elif type(delta) is _wire.ThinkingDelta:
+                self._thinking(event.index, delta.thinking, out)
+            elif type(delta) is _wire.SignatureDelta:
+                self._signature(event.index, delta.signature, out)
+            else:
+                assert type(delta) is _wire.CitationsDelta
+                self._citation(event.index, delta.citation, out)
+            return
+        match event:
+            case _wire.MessageStart(message=message):
+                self._message_start(message.id, message.model, message.usage, out)
+            case _wire.ContentBlockStart(index=index, content_block=block):
+                self._block_start(index, block, out)
+            case _wire.ContentBlockStop(index=index):
+                self._block_stop(index, out)
+            case _wire.MessageDelta(delta=body, usage=usage):
+                self._message_delta(body.stop_reason, body.stop_sequence, usage, out)
+            case _wire.MessageStop():
+                self._message_stop(out)
+            case _wire.Ping():
+                pass
+            case _wire.ErrorEvent(error=error, request_id=request_id):
+                self._error(error, request_id, out)
+
+    def _on_raw_frame(self, frame: SSEFrame, out: list[Event]) -> None:
+        try:
+            document = _raw_decoder.decode(frame.data)
+        except msgspec.DecodeError as exc:
+            text = frame.data.decode("utf-8", "replace")
+            out.append(self.unknown(frame.event, text, f"malformed JSON in SSE data: {exc}"))
+            return
+        self._on_document(document, out)
+
+    def _on_dict(self, event: Mapping[str, Any], out: list[Event]) -> None:
+        """One event, message or error body as plain JSON values."""
+        kind = event.get("type")
+        try:
+            if kind == "content_block_delta":
+                self._delta_dict(event["index"], event["delta"], event, out)
+            elif kind == "message_start":
+                message = event["message"]
+                self._message_start(message["id"], message.get("model"), message.get("usage"), out)
+            elif kind == "content_block_start":
+                self._block_start(event["index"], dict(event["content_block"]), out)
+            elif kind == "content_block_stop":
+                self._block_stop(event["index"], out)
+            elif kind == "message_delta":
+                delta = event.get("delta") or {}
+                usage = event.get("usage")
+                stop_reason, stop_sequence = delta.get("stop_reason"), delta.get("stop_sequence")
+                self._message_delta(stop_reason, stop_sequence, usage, out)
+            elif kind == "message_stop":
+                self._message_stop(out)
+            elif kind == "ping":
+                pass
+            elif kind == "error":
+                self._error(event.get("error") or {}, event.get("request_id"), out)
+            elif kind == "message":
+                self._whole_message(event, out)
+            else:
+                out.append(self.unknown(str(kind), dict(event), "unknown Anthropic event type"))
+        except (KeyError, TypeError, AttributeError) as exc:
+            reason = f"malformed {kind!r} event: {type(exc).__name__}: {exc}"
+            out.append(self.unknown(str(kind), dict(event), reason))
+
+    def _delta_dict(
+        self, index: int, delta: Mapping[str, Any], event: Mapping[str, Any], out: list[Event]
+    ) -> None:
+        kind = delta.get("type")
+        if kind == "text_delta":
+            self._text(index, delta["text"], out)
+        elif kind == "input_json_delta":
+            self._input_json(index, delta["partial_json"], out)
+        elif kind == "thinking_delta":
+            self._thinking(index, delta["thinking"], out)
+        elif kind == "signature_delta":
+            self._signature(index, delta["signature"], out)
+        elif kind == "citations_delta":
+            self._citation(index, dict(delta["citation"]), out)
+        else:
+            reason = f"unknown delta type {kind!r}"
+            out.append(self.unknown("content_block_delta", dict(event), reason))
+
+    def _on_typed(self, obj: Any, out: list[Event]) -> None:
+        """The SDK's pydantic objects, read attribute by attribute (no dict round trip)."""
+        kind = obj.type
+        if kind == "content_block_delta":
+            delta = obj.delta
+            delta_kind = delta.type
+            if delta_kind == "text_delta":
+                self._text(obj.index, delta.text, out)
+            elif delta_kind == "input_json_delta":
+                self._input_json(obj.index, delta.partial_json, out)
+            elif delta_kind == "thinking_delta":
+                self._thinking(obj.index, delta.thinking, out)
+            elif delta_kind == "signature_delta":
+                self._signature(obj.index, delta.signature, out)
+            elif delta_kind == "citations_delta":
+                self._citation(obj.index, _dump(delta.citation), out)
+            else:
+                out.append(self.unknown(kind, _dump(obj), f"unknown delta type {delta_kind!r}"))
+        elif kind == "message_start":
+            message = obj.message
+            usage = _dump(message.usage) if message.usage is not None else None
+            self._message_start(message.id, message.model, usage, out)
+        elif kind == "content_block_start":
+            self._block_start(obj.index, _dump(obj.content_block), out)
+        elif kind == "content_block_stop":
+            self._block_stop(obj.index, out)
+        elif kind == "message_delta":
+            usage = _dump(obj.usage) if obj.usage is not None else None
+            self._message_delta(obj.delta.stop_reason, obj.delta.stop_sequence, usage, out)
+        elif kind == "message_stop":
+            self._message_stop(out)
+        elif kind == "message":
+            self._whole_message(_dump(obj), out)
+        elif kind in _SDK_HELPER_EVENTS or kind == "ping":
+            pass
+        else:
+            out.append(self.unknown(kind, _dump(obj), "unknown Anthropic event type"))
+
+    # ------------------------------------------------------------------ the state machine
+
+    def _message_start(
+        self, message_id: str, model: str | None, usage: dict[str, Any] | None, out: list[Event]
+    ) -> None:
+        if self._message is not None:
+            # A new message while one is open: the previous stream was cut (a retry).
+            self._finish(out, status="interrupted", error="a new message began before this one")
+        if not self.embedded:
+            if not self._turn_open:
+                self._start_turn(out)
+            self.step = self._next_step
+            self._next_step += 1
+            out.append(self.make(StepStartEvent, native_type="message_start", native_id=message_id))
+        message = _Message(message_id, model, self.runtime)
+        message.usage_start = usage
+        self._message = message
+
+    def _block_start(self, index: int, native: dict[str, Any], out: list[Event]) -> None:
+        message = self._message
+        if message is None:
+            reason = "content_block_start outside a message (no message_start)"
+            out.append(self.unknown("content_block_start", native, reason))
+            return
+        if index in message.blocks:
+            reason = f"content_block_start repeats block index {index}"
+            out.append(self.unknown("content_block_start", native, reason))
+            return
+        block = _Block(index, native)
+        message.blocks[index] = block
+        if block.type == "text":
+            self._text(index, native.get("text") or "", out, skip_empty=True)
+        elif block.type == "thinking":
+            self._thinking(index, native.get("thinking") or "", out, skip_empty=True)
+            self._signature(index, native.get("signature") or "", out, skip_empty=True)
+        elif _part_kind(block.type) == "unknown":
+            reason = "unknown content block type; kept out of the assistant message"
+            out.append(self.unknown(block.type, native, reason))
+
+    def _chunk(self, block: _Block, kind: Any, delta: str, out: list[Event], **fields: Any) -> None:
+        message = self._message
+        assert message is not None
+        self._id_counter += 1
+        out.append(
+            AssistantChunkEvent(
+                id=f"{self._id_prefix}{self._id_counter:x}",
+                session_id=self.session_id,
+                ts=time.time(),
+                turn_id=self.turn_id,
+                step=self.step,
+                source=message.chunk_source,
+                parent_id=self.parent_id,
+                message_id=message.id,
+                index=block.index,
+                kind=kind,
+                delta=delta,
+                tool_call_id=block.tool_id,
+                tool_name=block.tool_name,
+                **fields,
+            )
+        )
+
+    def _block(self, index: int, delta_kind: str, payload: Any, out: list[Event]) -> _Block | None:
+        """The open block a delta belongs to; a delta out of order is kept as unknown."""
+        message = self._message
+        block = message.blocks.get(index) if message is not None else None
+        if block is None or _part_kind(block.type) == "unknown":
+            why = (
+                "delta outside a message"
+                if message is None
+                else f"delta for block index {index} that never started (out of order)"
+                if block is None
+                else f"delta for unknown block type {block.type!r}"
+            )
+            event = {"type": "content_block_delta", "index": index, "delta": payload}
+            out.append(self.unknown("content_block_delta", event, why))
+            return None
+        return block
+
+    def _text(self, index: int, text: str, out: list[Event], *, skip_empty: bool = False) -> None:
+        if skip_empty and not text:
+            return
+        block = self._block(index, "text_delta", {"type": "text_delta", "text": text}, out)
+        if block is not None:
+            block.text_parts.append(text)
+            self._chunk(block, "text", text, out)
+
+    def _thinking(
+        self, index: int, text: str, out: list[Event], *, skip_empty: bool = False
+    ) -> None:
+        if skip_empty and not text:
+            return
+        payload = {"type": "thinking_delta", "thinking": text}
+        block = self._block(index, "thinking_delta", payload, out)
+        if block is not None:
+            block.text_parts.append(text)
+            self._chunk(block, "thinking", text, out)
+
+    def _signature(
+        self, index: int, signature: str, out: list[Event], *, skip_empty: bool = False
+    ) -> None:
+        if skip_empty and not signature:
+            return
+        payload = {"type": "signature_delta", "signature": signature}
+        block = self._block(index, "signature_delta", payload, out)
+        if block is not None:
+            block.signature += signature
+            self._chunk(block, "signature", signature, out)
+
+    def _input_json(self, index: int, partial: str, out: list[Event]) -> None:
+        payload = {"type": "input_json_delta", "partial_json": partial}
+        block = self._block(index, "input_json_delta", payload, out)
+        if block is not None:
+            block.json_parts.append(partial)
+            self._chunk(block, "tool_arguments", partial, out)
+
+    def _citation(self, index: int, native: dict[str, Any], out: list[Event]) -> None:
+        payload = {"type": "citations_delta", "citation": native}
+        block = self._block(index, "citations_delta", payload, out)
+        if block is not None:
+            citation = citation_of(native)
+            block.citations.append(citation)
+            self._chunk(block, "citation", "", out, citation=citation)
+
+    def _block_stop(self, index: int, out: list[Event]) -> None:
+        message = self._message
+        if message is None or index not in message.blocks:
+            event = {"type": "content_block_stop", "index": index}
+            reason = "content_block_stop for a block that never started"
+            out.append(self.unknown("content_block_stop", event, reason))
+
+    def _message_delta(
+        self,
+        stop_reason: str | None,
+        stop_sequence: str | None,
+        usage: dict[str, Any] | None,
+        out: list[Event],
+    ) -> None:
+        message = self._message
+        if message is None:
+            event = {"type": "message_delta", "delta": {"stop_reason": stop_reason}, "usage": usage}
+            out.append(self.unknown("message_delta", event, "message_delta outside a message"))
+            return
+        message.stop_reason = stop_reason or message.stop_reason
+        message.stop_sequence = stop_sequence or message.stop_sequence
+        message.usage_delta = merge_anthropic_usage(message.usage_delta, usage)
+
+    def _message_stop(self, out: list[Event]) -> None:
+        if self._message is None:
+            out.append(self.unknown("message_stop", {"type": "message_stop"}, "no open message"))
+            return
+        self._finish(out, status="completed")
+
+    def _whole_message(self, native: Mapping[str, Any], out: list[Event]) -> None:
+        """A non-streamed ``message``: the same steps, without chunks."""
+        self._message_start(str(native["id"]), native.get("model"), native.get("usage"), out)
+        message = self._message
+        assert message is not None
+        message.streamed = False
+        for index, native_block in enumerate(native.get("content") or []):
+            block = whole_block(index, dict(native_block))
+            if _part_kind(block.type) == "unknown":
+                reason = "unknown content block type; kept out of the assistant message"
+                out.append(self.unknown(block.type, dict(native_block), reason))
+            message.blocks[index] = block
+        message.stop_reason = native.get("stop_reason")
+        message.stop_sequence = native.get("stop_sequence")
+        self._finish(out, status="completed")
+
+    def _error(self, error: Mapping[str, Any], request_id: str | None, out: list[Event]) -> None:
+        """An API error (in-stream ``error`` event or an HTTP error body)."""
+        code = error.get("type")
+        native = {"type": "error", "error": dict(error)}
+        if request_id:
+            native["request_id"] = request_id
+        out.append(
+            self.make(
+                ErrorEvent,
+                native_type="error",
+                native_id=request_id,
+                message=str(error.get("message") or code or "error"),
+                code=code,
+                retryable=is_retryable_error(code),
+                http_status=_HTTP_STATUS_OF_ERROR.get(str(code)),
+                native=native,
+            )
+        )
+        if self._message is not None:
+            self._finish(out, status="failed", error=None)
+        elif self._turn_open and not self.embedded:
+            self._end_turn(out, "failed", str(error.get("message") or code))
+
+    def _finish(self, out: list[Event], *, status: TurnStatus, error: str | None = None) -> None:
+        """Close the open message: message, usage, step end and — if due — turn end."""
+        message = self._message
+        assert message is not None
+        self._message = None
+        complete = status == "completed"
+        if not self.embedded:
+            blocks = sorted(message.blocks.values(), key=_index)
+            parts = [p for b in blocks if (p := block_part(b, message.provenance))]
+            out.append(
+                self.make(
+                    AssistantMessageEvent,
+                    native_type="message_stop" if message.streamed else "message",
+                    native_id=message.id,
+                    model=message.model,
+                    content=parts,
+                    message_id=message.id,
+                    provenance=message.provenance,
+                    stop_reason=message.stop_reason,
+                    status="complete" if complete else "partial",
+                )
+            )
+        usage_native = merge_anthropic_usage(message.usage_start, message.usage_delta)
+        usage = anthropic_usage(usage_native) if usage_native else None
+        if usage is not None:
+            out.append(
+                self.make(
+                    UsageEvent,
+                    native_type="message_delta" if message.streamed else "message",
+                    native_id=message.id,
+                    usage=usage,
+                    message_id=message.id,
+                    model=message.model,
+                )
+            )
+            self._turn_usage = usage if self._turn_usage is None else self._turn_usage + usage
+        if error is not None and not self.embedded:
+            out.append(
+                self.make(
+                    ErrorEvent,
+                    native_id=message.id,
+                    message=error,
+                    code="stream_interrupted",
+                    retryable=True,
+                )
+            )
+        self.finished[message.id] = (message.stop_reason, "complete" if complete else "partial")
+        if self.embedded:
+            return
+        out.append(
+            self.make(
+                StepEndEvent,
+                native_id=message.id,
+                status=status,
+                stop_reason=message.stop_reason,
+            )
+        )
+        self.step = None
+        if not complete or message.stop_reason not in TOOL_TURN_STOP_REASONS:
+            self._end_turn(out, status, error, stop_reason=message.stop_reason)
+
+    def _start_turn(self, out: list[Event]) -> None:
+        self.turn_id = new_id()
+        self.step = None
+        self._turn_open = True
+        self._turn_usage = None
+        self._next_step = 0
+        out.append(self.make(TurnStartEvent))
+
+    def _end_turn(
+        self,
+        out: list[Event],
+        status: TurnStatus,
+        error: str | None,
+        *,
+        stop_reason: str | None = None,
+    ) -> None:
+        out.append(
+            self.make(
+                TurnEndEvent,
+                status=status,
+                usage=self._turn_usage,
+                error=error,
+                stop_reason=stop_reason,
+            )
+        )
+        self._turn_open = False
+        self._turn_usage = None
+
+
+# ---------------------------------------------------------------------- blocks → parts
+
+
+def _index(block: _Block) -> int:
+    return block.index
+
+
+def _part_kind(block_type: str) -> str:
+    """How a content block type maps: the client-side kinds, server tools, or unknown.
+
+    Server tools (web search, web fetch, code execution, MCP, tool search, advisor, and
+    whatever the API adds next) follow one naming pattern: the call is a ``*tool_use``
+    block with ``id``/``name``/``input`` (``server_tool_use``, ``mcp_tool_use``), the
+    result a ``*_tool_result`` block with ``tool_use_id`` (``web_search_tool_result``,
+    ``bash_code_execution_tool_result``, ``advisor_tool_result``, ...). Both stay opaque.
+    """
+    if block_type in ("text", "thinking", "redacted_thinking", "tool_use"):
+        return block_type
+    if block_type.endswith("tool_use"):
+        return "server_tool_call"
+    if block_type.endswith("tool_result"):
+        return "server_tool_result"
+    return "unknown"
+
+
+def _arguments(block: _Block) -> tuple[Any, str | None]:
+    """Parsed tool input; ``(None, raw)`` when the streamed JSON is not valid.
+
+    A tool without arguments streams one ``input_json_delta`` with ``partial_json: ""``
+    (recorded: stream_thinking_tooluse_signature_replay) — that is ``{}``, the
+    ``input`` of ``content_block_start``.
+    """
+    raw = "".join(block.json_parts)
+    if not raw.strip():
+        start_input = block.native.get("input")
+        return (start_input if start_input is not None else {}), None
+    try:
+        return json.loads(raw), None
+    except ValueError:
+        return None, raw
+
+
+def whole_block(index: int, native: dict[str, Any]) -> _Block:
+    """A block that arrived whole (non-streamed message, Claude Code ``assistant`` line)."""
+    block = _Block(index, native)
+    if block.type == "text":
+        block.text_parts.append(native.get("text") or "")
+        block.citations = [citation_of(c) for c in native.get("citations") or []]
+    elif block.type == "thinking":
+        block.text_parts.append(native.get("thinking") or "")
+        block.signature = native.get("signature") or ""
+    elif block.type.endswith("tool_use"):
+        block.json_parts.append(json.dumps(native.get("input", {})))
+    return block
+
+
+def assistant_parts(
+    blocks: list[dict[str, Any]], provenance: Provenance
+) -> tuple[list[AssistantPart], list[dict[str, Any]]]:
+    """Whole Anthropic content blocks → parts, and the blocks of unknown type (kept apart)."""
+    parts: list[AssistantPart] = []
+    unknown: list[dict[str, Any]] = []
+    for index, native in enumerate(blocks):
+        part = block_part(whole_block(index, dict(native)), provenance)
+        if part is None:
+            unknown.append(dict(native))
+        else:
+            parts.append(part)
+    return parts, unknown
+
+
+def block_part(block: _Block, provenance: Provenance) -> AssistantPart | None:
+    """The part a finished block becomes; ``None`` for an unknown block type."""
+    kind = _part_kind(block.type)
+    native = block.native
+    if kind == "text":
+        return TextPart(text="".join(block.text_parts), citations=block.citations)
+    if kind == "thinking":
+        return ThinkingPart(
+            text="".join(block.text_parts),
+            signature=block.signature or None,
+            provenance=provenance,
+        )
+    if kind == "redacted_thinking":
+        return ThinkingPart(redacted_data=native.get("data"), provenance=provenance)
+    if kind == "tool_use":
+        arguments, raw = _arguments(block)
+        return ToolCallPart(
+            id=str(native.get("id")),
+            name=str(native.get("name")),
+            arguments=arguments,
+            arguments_raw=raw,
+            provenance=provenance,
+        )
+    if kind == "server_tool_call":
+        arguments, raw = _arguments(block)
+        return ServerToolCallPart(
+            id=str(native.get("id")),
+            name=str(native.get("name")),
+            input=arguments if raw is None else raw,
+            native={**native, "input": arguments if raw is None else raw},
+            provenance=provenance,
+        )
+    if kind == "server_tool_result":
+        return ServerToolResultPart(
+            call_id=str(native.get("tool_use_id")),
+            kind=block.type,
+            native=native,
+            provenance=provenance,
+        )
+    return None

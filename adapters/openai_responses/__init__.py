@@ -1,0 +1,6 @@
+"""OpenAI Responses API: native stream → Universal Events (``_stream``), wire structs
+(``_wire``), output items ↔ parts (``_items``), and the request renderer (``_request``)."""
+
+from adapters.openai_responses._stream import OpenAIResponsesAdapter
+
+__all__ = ["OpenAIResponsesAdapter"]

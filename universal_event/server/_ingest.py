@@ -1,0 +1,141 @@
+"""Turn a POSTed body into events: native (``?from=RUNTIME``) or universal.
+
+Universal events come as a JSON array, one JSON object (``application/json``), or
+JSON lines (any other content type). Native input is
+the runtime's own wire format (SSE bytes for API streams, JSON lines for CLI
+runtimes); each POST is one complete native stream, normalised by a fresh adapter
+(``close()`` runs at the end, so a stream cut mid-way is marked as such).
+
+Idempotency. Events are de-duplicated by ``id``. Native events get no stable id from
+their adapter, and a universal event may come without one, so those ids are derived
+from the request: ``<key>-<index>``, where ``key`` is the ``Idempotency-Key`` header
+or, without it, a hash of the runtime and the body. A retried POST (same body, or same
+key) therefore yields the same ids and appends nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import msgspec
+
+from universal_event.codec import decode, encode
+from universal_event.errors import AdapterError, DecodeError
+from universal_event.events import Event
+
+__all__ = ["BadInput", "Limits", "parse_body"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Size limits of the write path (bytes and counts)."""
+
+    max_body_bytes: int = 8 * 1024 * 1024
+    max_event_bytes: int = 1024 * 1024
+    max_events_per_request: int = 10_000
+    client_buffer_events: int = 4096
+    """SSE frames queued per client before it is disconnected (and resumes)."""
+
+
+class BadInput(Exception):
+    """Input the server refuses: becomes a 4xx JSON error; nothing is appended."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        self.status = status
+        self.code = code
+        self.message = message
+        super().__init__(message)
+
+
+def parse_body(
+    body: bytes,
+    *,
+    session_id: str,
+    runtime: str | None,
+    content_type: str,
+    idempotency_key: str | None,
+    limits: Limits,
+) -> list[Event]:
+    """The events a POST carries, checked against ``limits`` and the session."""
+    if not body.strip():
+        raise BadInput(400, "empty_body", "the request body holds no events")
+    events = (
+        _native(body, runtime, session_id)
+        if runtime is not None
+        else _universal(body, content_type, limits)
+    )
+    if len(events) > limits.max_events_per_request:
+        raise BadInput(
+            413,
+            "too_many_events",
+            f"{len(events)} events in one request; the limit is {limits.max_events_per_request}",
+        )
+    key = idempotency_key or hashlib.sha256(f"{runtime}\0".encode() + body).hexdigest()[:32]
+    checked: list[Event] = []
+    for index, event in enumerate(events):
+        if event.session_id and event.session_id != session_id:
+            raise BadInput(
+                400,
+                "session_mismatch",
+                f"event {index} belongs to session {event.session_id!r}, "
+                f"not {session_id!r} (the URL's)",
+            )
+        if runtime is not None or not event.id:
+            event = msgspec.structs.replace(event, id=f"{key}-{index}")
+        size = len(encode(event))
+        if size > limits.max_event_bytes:
+            raise BadInput(
+                413,
+                "event_too_large",
+                f"event {index} ({event.__struct_config__.tag}) is {size} bytes; "
+                f"the limit is {limits.max_event_bytes}",
+            )
+        checked.append(event)
+    return checked
+
+
+def _native(body: bytes, runtime: str, session_id: str) -> list[Event]:
+    from adapters import RUNTIMES, create_adapter
+
+    if runtime not in RUNTIMES:
+        raise BadInput(
+            400,
+            "unknown_runtime",
+            f"unknown runtime {runtime!r} in ?from=; known: {', '.join(sorted(RUNTIMES))}",
+        )
+    try:
+        adapter = create_adapter(runtime, session_id=session_id)
+        return [*adapter.feed(body), *adapter.close()]
+    except (AdapterError, DecodeError, ValueError) as exc:
+        raise BadInput(422, "bad_native_input", f"[{runtime}] {exc}") from None
+    except ImportError as exc:
+        raise BadInput(501, "runtime_not_available", f"runtime {runtime!r}: {exc}") from None
+
+
+def _universal(body: bytes, content_type: str, limits: Limits) -> list[Event]:
+    stripped = body.lstrip()
+    try:
+        if stripped.startswith(b"["):
+            raws = msgspec.json.decode(body, type=list[msgspec.Raw])
+            return [_one(bytes(raw), index, limits) for index, raw in enumerate(raws)]
+        if content_type.split(";")[0].strip() == "application/json":
+            return [_one(body, 0, limits)]
+        # JSON lines: application/x-ndjson, application/jsonl, text/plain, or unnamed.
+        lines = [line for line in body.splitlines() if line.strip()]
+        return [_one(line, index, limits) for index, line in enumerate(lines)]
+    except msgspec.DecodeError as exc:
+        raise BadInput(400, "invalid_json", f"the body is not JSON: {exc}") from None
+
+
+def _one(raw: bytes, index: int, limits: Limits) -> Event:
+    if len(raw) > limits.max_event_bytes:
+        raise BadInput(
+            413,
+            "event_too_large",
+            f"event {index} is {len(raw)} bytes; the limit is {limits.max_event_bytes}",
+        )
+    try:
+        return decode(raw)
+    except DecodeError as exc:
+        raise BadInput(400, "invalid_event", f"event {index}: {exc}") from None

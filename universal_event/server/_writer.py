@@ -1,0 +1,106 @@
+"""Idempotent appends from many producers, across server processes.
+
+Each session keeps, in this process, the next free seq and the set of event ids it
+holds. An append skips events whose id is already stored (a producer's retry adds
+nothing), assigns the next seqs and writes with ``expected_seq``; when another process
+got there first the store raises :class:`ConflictError`, and the writer reads what it
+missed (learning its ids, so a retry that landed elsewhere is still recognised) and
+tries again. Calls are synchronous (run them in a worker thread); a per-session lock
+orders writers within the process.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import msgspec
+
+from universal_event.errors import ConflictError, StoreError
+from universal_event.events import Event
+from universal_event.stores import Store
+
+__all__ = ["AppendResult", "SessionWriters"]
+
+_MAX_CONFLICT_RETRIES = 20
+
+
+@dataclass
+class AppendResult:
+    """What an append did: the events now stored, and how many were already there."""
+
+    appended: list[Event]
+    duplicates: int
+
+
+@dataclass
+class _SessionState:
+    next_seq: int = 0
+    ids: set[str] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    loaded: bool = False
+
+
+class SessionWriters:
+    """The per-session writer state of one process."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._states: dict[str, _SessionState] = {}
+        self._states_lock = threading.Lock()
+
+    def _state(self, session_id: str) -> _SessionState:
+        with self._states_lock:
+            return self._states.setdefault(session_id, _SessionState())
+
+    def _catch_up(self, session_id: str, state: _SessionState) -> None:
+        for event in self.store.read(session_id, state.next_seq):
+            state.ids.add(event.id)
+            state.next_seq = event.seq + 1
+
+    def append(self, session_id: str, events: Sequence[Event]) -> AppendResult:
+        """Store the events not stored yet, in order; returns them with their seqs."""
+        state = self._state(session_id)
+        with state.lock:
+            if not state.loaded:
+                self._catch_up(session_id, state)
+                state.loaded = True
+            for _attempt in range(_MAX_CONFLICT_RETRIES):
+                batch, duplicates = self._number(session_id, state, events)
+                try:
+                    if batch:
+                        self.store.append(session_id, batch, expected_seq=state.next_seq)
+                except ConflictError:
+                    self._catch_up(session_id, state)
+                    continue
+                state.ids.update(event.id for event in batch)
+                state.next_seq += len(batch)
+                return AppendResult(batch, duplicates)
+        raise StoreError(
+            f"session {session_id!r}: gave up after {_MAX_CONFLICT_RETRIES} conflicting appends"
+        )
+
+    @staticmethod
+    def _number(
+        session_id: str, state: _SessionState, events: Sequence[Event]
+    ) -> tuple[list[Event], int]:
+        batch: list[Event] = []
+        in_batch: set[str] = set()
+        duplicates = 0
+        now = time.time()
+        for event in events:
+            if event.id in state.ids or event.id in in_batch:
+                duplicates += 1
+                continue
+            in_batch.add(event.id)
+            batch.append(
+                msgspec.structs.replace(
+                    event,
+                    seq=state.next_seq + len(batch),
+                    session_id=session_id,
+                    ts=event.ts or now,
+                )
+            )
+        return batch, duplicates

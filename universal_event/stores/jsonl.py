@@ -1,0 +1,409 @@
+"""JSONL store: one append-only file per session (``jsonl:///dir``).
+
+A session file ``<dir>/<quoted session id>.jsonl`` holds::
+
+    {"universal_event_session":1,"session_id":"s1","created":...,"runtime":...}   header
+    {"type":"session/start","seq":0,...}                                          seq 0
+    {"type":"user/message","seq":1,...}                                           seq 1
+
+Line ``n + 1`` is the event with seq ``n`` (the decoder checks it). Files are human-
+readable and greppable; ``universal-event events`` prints the same lines.
+
+Crash safety. Each append writes whole lines with one ``write`` and ``fsync``s before
+returning (an append is a checkpoint). A writer killed mid-``write`` can leave a last
+line without its newline: a torn line. Readers ignore an unterminated last line (it may
+also be a live writer's line in flight); the next writer, and every store opened on the
+directory, cuts it under the lock. Lines before it are never touched.
+
+Concurrency. Every append takes an exclusive ``flock`` on the session file, re-checks
+the last seq in the file, and raises :class:`ConflictError` when another process got
+there first: two processes never interleave lines, never leave a gap or a duplicate.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+import msgspec
+
+from universal_event.codec import encode_lines
+from universal_event.errors import ConflictError, CorruptEventError, SessionNotFoundError
+from universal_event.events import Event, EventBase
+from universal_event.stores._base import (
+    SessionInfo,
+    check_batch,
+    decode_stored,
+    encode_for,
+    poll_tail,
+    runtime_of,
+)
+
+__all__ = ["JsonlStore"]
+
+_SUFFIX = ".jsonl"
+_TAIL_CHUNK = 1 << 16
+
+
+class _Header(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The first line of a session file: the session's metadata."""
+
+    universal_event_session: int = 1
+    """Format version of the file (and the marker that tells a header from an event)."""
+    session_id: str
+    created: float
+    runtime: str | None = None
+    parent_id: str | None = None
+    fork_seq: int | None = None
+
+
+class _LineHead(msgspec.Struct):
+    """Just enough of a line to tell header from event and read its seq."""
+
+    universal_event_session: int | None = None
+    seq: int | None = None
+
+
+_header_encoder = msgspec.json.Encoder()
+_header_decoder = msgspec.json.Decoder(_Header)
+_line_head_decoder = msgspec.json.Decoder(_LineHead)
+
+
+class _Position(msgspec.Struct):
+    """A known point in a file: the line for ``seq + 1`` starts at byte ``offset``."""
+
+    inode: int
+    seq: int
+    offset: int
+
+
+class JsonlStore:
+    """Sessions as JSON-lines files in one directory. Thread- and process-safe."""
+
+    def __init__(
+        self, directory: str | os.PathLike[str], *, fsync: bool = True, poll_interval: float = 0.02
+    ) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._fsync = fsync
+        self._poll_interval = poll_interval
+        self._lock = threading.RLock()
+        self._appended = threading.Condition(threading.Lock())
+        self._positions: dict[str, _Position] = {}
+        self._cut_torn_tails()
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> JsonlStore:
+        """``jsonl:///abs/dir`` or ``jsonl:///./relative/dir``."""
+        parts = urlsplit(url)
+        if parts.scheme != "jsonl":
+            raise ValueError(f"not a jsonl URL: {url!r}")
+        path = unquote(parts.path)
+        if path.startswith("/./") or path.startswith("/../") or path in ("/.", "/.."):
+            path = path[1:]
+        if not path:
+            raise ValueError(f"jsonl URL {url!r} names no directory")
+        return cls(path, **options)
+
+    def _path(self, session_id: str) -> Path:
+        return self.directory / (quote(session_id, safe="") + _SUFFIX)
+
+    # ------------------------------------------------------------------ writes
+
+    def append(self, session_id: str, events: Sequence[EventBase], *, expected_seq: int) -> None:
+        check_batch(session_id, events, expected_seq)
+        path = self._path(session_id)
+        with self._lock:
+            fd = _open_locked(path, create=expected_seq == 0 and bool(events))
+            if fd is None:
+                if expected_seq != 0:
+                    raise ConflictError(session_id, expected_seq, 0)
+                return
+            try:
+                stat = os.fstat(fd)
+                size, last_seq = _settle_end(session_id, fd, stat.st_size)
+                if last_seq + 1 != expected_seq:
+                    raise ConflictError(session_id, expected_seq, last_seq + 1)
+                if not events:
+                    return
+                data = encode_lines(events)
+                if size == 0:
+                    header = _Header(
+                        session_id=session_id, created=time.time(), runtime=runtime_of(events)
+                    )
+                    data = _header_encoder.encode(header) + b"\n" + data
+                _write_all(fd, data)
+                if self._fsync:
+                    os.fsync(fd)
+                    if size == 0:
+                        _fsync_directory(self.directory)
+                self._positions[session_id] = _Position(
+                    stat.st_ino, events[-1].seq, size + len(data)
+                )
+            finally:
+                os.close(fd)  # releases the flock
+        with self._appended:
+            self._appended.notify_all()
+
+    def fork(self, source_id: str, new_id: str, *, upto_seq: int) -> None:
+        """Write the copy to a temporary file, then link it in (atomic, never clobbers)."""
+        source = self.session_info(source_id)
+        last = min(upto_seq, source.event_count - 1)
+        header = _Header(
+            session_id=new_id,
+            created=time.time(),
+            runtime=source.runtime,
+            parent_id=source_id,
+            fork_seq=last,
+        )
+        final = self._path(new_id)
+        temporary = final.with_name(f"{final.name}.{uuid.uuid4().hex}.tmp")
+        try:
+            with open(temporary, "wb") as out:
+                out.write(_header_encoder.encode(header) + b"\n")
+                for event in self.read(source_id, 0, last + 1):
+                    out.write(encode_for(new_id, event) + b"\n")
+                out.flush()
+                if self._fsync:
+                    os.fsync(out.fileno())
+            try:
+                os.link(temporary, final)
+            except FileExistsError:
+                raise ConflictError(new_id, 0, self.latest_seq(new_id) + 1) from None
+        finally:
+            temporary.unlink(missing_ok=True)
+        if self._fsync:
+            _fsync_directory(self.directory)
+        with self._appended:
+            self._appended.notify_all()
+
+    def delete(self, session_id: str) -> None:
+        path = self._path(session_id)
+        with self._lock:
+            fd = _open_locked(path, create=False)
+            if fd is None:
+                return
+            try:
+                path.unlink()
+                self._positions.pop(session_id, None)
+            finally:
+                os.close(fd)
+
+    # ------------------------------------------------------------------ reads
+
+    def read(self, session_id: str, start: int = 0, end: int | None = None) -> Iterator[Event]:
+        """Stream lines from the file; an unterminated last line is not there yet."""
+        try:
+            handle = open(self._path(session_id), "rb")
+        except FileNotFoundError:
+            return
+        with handle:
+            inode = os.fstat(handle.fileno()).st_ino
+            seq = self._seek(session_id, handle, inode, max(start, 0))
+            if seq is None:
+                return
+            offset = handle.tell()
+            for line in handle:
+                if not line.endswith(b"\n"):
+                    break
+                if end is not None and seq >= end:
+                    break
+                offset += len(line)
+                if seq >= start:
+                    yield decode_stored(session_id, seq, line)
+                seq += 1
+            with self._lock:
+                known = self._positions.get(session_id)
+                if seq > 0 and (known is None or known.inode != inode or known.seq < seq - 1):
+                    self._positions[session_id] = _Position(inode, seq - 1, offset)
+
+    def _seek(self, session_id: str, handle: Any, inode: int, start: int) -> int | None:
+        """Position ``handle`` at the first line to read; return that line's seq.
+
+        Uses the last known position when it is at or before ``start`` (tailing and
+        re-reading the end of a long session stay cheap); otherwise checks the header
+        and starts at seq 0. ``None``: the file holds no complete header yet.
+        """
+        with self._lock:
+            known = self._positions.get(session_id)
+        if known is not None and known.inode == inode and known.seq < start:
+            size = os.fstat(handle.fileno()).st_size
+            if known.offset <= size:
+                handle.seek(known.offset)
+                return known.seq + 1
+        first = handle.readline()
+        if not first.endswith(b"\n"):
+            return None
+        _decode_header(session_id, first)
+        return 0
+
+    def latest_seq(self, session_id: str) -> int:
+        try:
+            with open(self._path(session_id), "rb") as handle:
+                return _last_seq(session_id, handle.fileno(), os.fstat(handle.fileno()).st_size)
+        except FileNotFoundError:
+            return -1
+
+    def list_sessions(self) -> list[SessionInfo]:
+        found: list[SessionInfo] = []
+        for path in sorted(self.directory.glob("*" + _SUFFIX)):
+            session_id = unquote(path.name[: -len(_SUFFIX)])
+            try:
+                found.append(self.session_info(session_id))
+            except SessionNotFoundError:
+                continue
+        return sorted(found, key=lambda info: info.session_id)
+
+    def session_info(self, session_id: str) -> SessionInfo:
+        try:
+            with open(self._path(session_id), "rb") as handle:
+                stat = os.fstat(handle.fileno())
+                first = handle.readline()
+                if not first.endswith(b"\n"):
+                    raise SessionNotFoundError(session_id)
+                header = _decode_header(session_id, first)
+                last = _last_seq(session_id, handle.fileno(), stat.st_size)
+        except FileNotFoundError:
+            raise SessionNotFoundError(session_id) from None
+        if last < 0:
+            raise SessionNotFoundError(session_id)
+        return SessionInfo(
+            session_id=session_id,
+            runtime=header.runtime,
+            created=header.created,
+            last_activity=stat.st_mtime,
+            event_count=last + 1,
+            parent_id=header.parent_id,
+            fork_seq=header.fork_seq,
+        )
+
+    def tail(self, session_id: str, after_seq: int, *, timeout: float | None = None) -> list[Event]:
+        """Poll the file (other processes append too); this process's appends wake it."""
+        return poll_tail(
+            lambda: list(self.read(session_id, after_seq + 1)),
+            self._appended,
+            timeout,
+            self._poll_interval,
+        )
+
+    def close(self) -> None:
+        """Nothing stays open between calls."""
+
+    # ------------------------------------------------------------------ recovery
+
+    def _cut_torn_tails(self) -> None:
+        """Cut the torn last line of every session file no live writer holds."""
+        for path in self.directory.glob("*" + _SUFFIX):
+            try:
+                fd = os.open(path, os.O_RDWR)
+            except FileNotFoundError:
+                continue
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # a live writer; it cuts the tail itself under the lock
+                session_id = unquote(path.name[: -len(_SUFFIX)])
+                _settle_end(session_id, fd, os.fstat(fd).st_size)
+            finally:
+                os.close(fd)
+
+
+# ---------------------------------------------------------------------- file helpers
+
+
+def _open_locked(path: Path, *, create: bool) -> int | None:
+    """Open ``path`` and hold its exclusive flock; ``None`` when it does not exist.
+
+    After locking, the path must still name the file we hold (a concurrent ``delete``
+    may have unlinked it while we waited); otherwise try again.
+    """
+    flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
+    while True:
+        try:
+            fd = os.open(path, flags, 0o644)
+        except FileNotFoundError:
+            return None
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd
+        os.close(fd)
+
+
+def _settle_end(session_id: str, fd: int, size: int) -> tuple[int, int]:
+    """Cut a torn last line (caller holds the lock); return (size, last seq)."""
+    end = _last_newline_end(fd, size)
+    if end != size:
+        os.ftruncate(fd, end)
+        os.fsync(fd)
+    return end, _last_seq(session_id, fd, end)
+
+
+def _last_newline_end(fd: int, size: int) -> int:
+    """The offset just past the file's last newline (0 when it has none)."""
+    position = size
+    while position > 0:
+        chunk_start = max(0, position - _TAIL_CHUNK)
+        chunk = os.pread(fd, position - chunk_start, chunk_start)
+        index = chunk.rfind(b"\n")
+        if index >= 0:
+            return chunk_start + index + 1
+        position = chunk_start
+    return 0
+
+
+def _last_seq(session_id: str, fd: int, size: int) -> int:
+    """The seq of the last complete line; -1 for a file with no event line yet."""
+    end = _last_newline_end(fd, size)
+    if end == 0:
+        return -1
+    start = _last_newline_end(fd, end - 1)
+    line = os.pread(fd, end - start, start)
+    try:
+        head = _line_head_decoder.decode(line)
+    except msgspec.DecodeError as exc:
+        raise CorruptEventError(session_id, None, f"last line unreadable: {exc}") from None
+    if head.universal_event_session is not None:
+        return -1
+    if head.seq is None:
+        raise CorruptEventError(session_id, None, "last line has no seq")
+    return head.seq
+
+
+def _decode_header(session_id: str, line: bytes) -> _Header:
+    try:
+        header = _header_decoder.decode(line)
+    except msgspec.DecodeError as exc:
+        raise CorruptEventError(session_id, None, f"bad session header: {exc}") from None
+    if header.session_id != session_id:
+        raise CorruptEventError(
+            session_id, None, f"header names another session {header.session_id!r}"
+        )
+    return header
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a new file's directory entry durable (a file fsync alone does not)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
