@@ -58,6 +58,12 @@ class Adapter(ABC):
         """Build an event with the envelope filled from the adapter's state."""
         fields.setdefault("turn_id", self.turn_id)
         fields.setdefault("step", self.step)
+        # Some events have fields of the same names as the source's (native/unknown's
+        # ``native_type``, usage's ``model``): fill those too unless given.
+        if "native_type" in event_type.__struct_fields__:
+            fields.setdefault("native_type", native_type)
+        if "model" in event_type.__struct_fields__:
+            fields.setdefault("model", model)
         return event_type(
             id=new_id(),
             session_id=self.session_id,

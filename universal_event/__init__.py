@@ -15,6 +15,7 @@ from universal_event.codec import (
     iter_lines,
     to_builtins,
 )
+from universal_event.derive import derive_messages
 from universal_event.errors import (
     AdapterError,
     CheckpointError,
@@ -75,6 +76,7 @@ from universal_event.events import (
     UserMessageEvent,
     WarningEvent,
 )
+from universal_event.log import ForkError, SessionLog
 from universal_event.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from universal_event.parts import (
     AssistantPart,
@@ -92,6 +94,7 @@ from universal_event.parts import (
     ToolCallPart,
     UserPart,
 )
+from universal_event.projections import Projections, project
 
 __version__ = "0.1.0"
 
@@ -121,6 +124,7 @@ __all__ = [
     "EventBase",
     "FileChange",
     "FileChangeEvent",
+    "ForkError",
     "ImagePart",
     "LiveSessionError",
     "Message",
@@ -130,6 +134,7 @@ __all__ = [
     "Part",
     "PlanItem",
     "PlanUpdateEvent",
+    "Projections",
     "Provenance",
     "RefusalPart",
     "RenderError",
@@ -142,6 +147,7 @@ __all__ = [
     "SessionEndEvent",
     "SessionEndedSeqEvent",
     "SessionInterruptedEvent",
+    "SessionLog",
     "SessionNotFoundError",
     "SessionStartEvent",
     "Source",
@@ -173,9 +179,11 @@ __all__ = [
     "decode",
     "decode_lines",
     "decode_msgpack",
+    "derive_messages",
     "encode",
     "encode_lines",
     "encode_msgpack",
     "iter_lines",
+    "project",
     "to_builtins",
 ]

@@ -11,12 +11,21 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import msgspec
 
-from universal_event.errors import NotAvailableError, UniversalEventError
+from universal_event.errors import (
+    NotAvailableError,
+    SessionNotFoundError,
+    UniversalEventError,
+)
 from universal_event.stores import DEFAULT_STORE_URL
+
+if TYPE_CHECKING:
+    from universal_event.events import Event
+    from universal_event.log import SessionLog
+    from universal_event.stores import Store
 
 __all__ = ["main"]
 
@@ -91,18 +100,155 @@ def _not_available(what: str) -> Handler:
     return handler
 
 
-cmd_import = _not_available("import")
-cmd_events = _not_available("events")
-cmd_derive = _not_available("derive")
+def _open_store(args: argparse.Namespace) -> Store:
+    from universal_event.stores import open_store
+
+    return open_store(_store_url(args))
+
+
+def _open_log(store: Store, session_id: str) -> SessionLog:
+    from universal_event.log import SessionLog
+
+    return SessionLog.open(store, session_id, live=False)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from universal_event.ingest import normalize_bytes
+    from universal_event.log import SessionLog
+
+    events = normalize_bytes(args.runtime, _read_input(args.file))
+    store = _open_store(args)
+    try:
+        log = SessionLog(store, args.session)
+        first = log.next_seq
+        log.extend(events)
+        log.checkpoint()
+        log.close()
+        print(
+            f"session {args.session}: {log.next_seq - first} events imported, {log.next_seq} in all"
+        )
+    finally:
+        store.close()
+    return 0
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    from universal_event.codec import encode_lines
+
+    store = _open_store(args)
+    try:
+        if store.latest_seq(args.session) < 0:
+            raise SessionNotFoundError(args.session)
+        out = sys.stdout.buffer
+        page: list[Event] = []
+        for event in store.read(args.session):
+            page.append(event)
+            if len(page) >= 512:
+                out.write(encode_lines(page))
+                page.clear()
+        out.write(encode_lines(page))
+        out.flush()
+    finally:
+        store.close()
+    return 0
+
+
+def cmd_derive(args: argparse.Namespace) -> int:
+    store = _open_store(args)
+    try:
+        _write_json(_open_log(store, args.session).derive_messages())
+    finally:
+        store.close()
+    return 0
+
+
 cmd_render = _not_available("render")
-cmd_sessions = _not_available("sessions")
-cmd_show = _not_available("show")
-cmd_fork = _not_available("fork")
-cmd_repair = _not_available("repair")
-cmd_replay = _not_available("replay")
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    from universal_event._show import sessions_table
+
+    store = _open_store(args)
+    try:
+        print("\n".join(sessions_table(store.list_sessions())))
+    finally:
+        store.close()
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from universal_event._show import session_table
+
+    store = _open_store(args)
+    try:
+        if store.latest_seq(args.session) < 0:
+            raise SessionNotFoundError(args.session)
+        print("\n".join(session_table(args.session, store.read(args.session))))
+    finally:
+        store.close()
+    return 0
+
+
+def cmd_fork(args: argparse.Namespace) -> int:
+    store = _open_store(args)
+    try:
+        child = _open_log(store, args.session).fork(args.new_session, after_turn=args.turn)
+        child.close()
+        print(f"session {child.session_id}: forked from {args.session}, {child.next_seq} events")
+    finally:
+        store.close()
+    return 0
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    from universal_event.repair import repair
+
+    store = _open_store(args)
+    try:
+        appended = repair(store, args.session)
+    finally:
+        store.close()
+    if not appended:
+        print(f"session {args.session}: nothing open, nothing to repair")
+        return 0
+    kinds = ", ".join(str(type(e).__struct_config__.tag) for e in appended)
+    print(f"session {args.session}: appended {kinds} (seqs {appended[0].seq}..{appended[-1].seq})")
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from universal_event.codec import encode
+    from universal_event.replay import replay
+
+    store = _open_store(args)
+    try:
+        if store.latest_seq(args.session) < 0:
+            raise SessionNotFoundError(args.session)
+        out = sys.stdout.buffer
+        for event in replay(store.read(args.session), paced=args.paced):
+            out.write(encode(event) + b"\n")
+            if args.paced:
+                out.flush()
+        out.flush()
+    finally:
+        store.close()
+    return 0
+
+
 cmd_run = _not_available("run")
 cmd_handoff = _not_available("handoff")
-cmd_serve = _not_available("serve")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from universal_event.server._serve import run_server
+
+    return run_server(
+        store_url=_store_url(args),
+        host=args.host,
+        port=args.port,
+        dev=args.dev,
+        tokens_file=args.tokens_file,
+    )
 
 
 # ---------------------------------------------------------------- parser
@@ -179,6 +325,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8765)
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--dev", action="store_true", help="loopback only, no auth")
+    serve.add_argument(
+        "--tokens-file",
+        default=None,
+        help="lines `TOKEN SESSION read,write` (default: $UNIVERSAL_EVENT_TOKENS)",
+    )
     return parser
 
 

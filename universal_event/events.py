@@ -104,6 +104,9 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     output_tokens: int = 0
     reasoning_tokens: int = 0
     native: dict[str, Any] | None = None
+    scope: Literal["request", "turn"] | None = None
+    """What the figures cover: one model request, or the sum over every request of a
+    turn (Codex ``turn.completed``, Claude Code ``result``); ``None`` when not said."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(

@@ -10,6 +10,11 @@ One event is one SSE frame::
 compact JSON of :func:`universal_event.codec.encode` (msgspec never emits a raw newline
 inside JSON, so ``data`` is always one line).
 
+Browsers: ``EventSource.onmessage`` only fires for frames without an ``event:`` name,
+so a page listens per type (``addEventListener("assistant/chunk", ...)``). The
+``error`` type shares its name with EventSource's own connection-error event: a
+listener for it must tell them apart (ours is a ``MessageEvent`` with ``data``).
+
 Resume (``Last-Event-ID``). A browser's ``EventSource`` remembers the last ``id`` it
 saw and sends it back as the ``Last-Event-ID`` header when it reconnects; the server
 then sends exactly the events with ``seq`` greater than it, in order, none twice.
@@ -106,7 +111,9 @@ class SSEEventDecoder:
         self._pending = b""
         self._data: list[str] = []
         self._event = ""
+        self._id_buffer = ""
         self.last_event_id = ""
+        """The id of the last *complete* frame (committed at its blank line)."""
 
     def feed(self, chunk: bytes) -> list[SSEMessage]:
         """The messages that ``chunk`` completes."""
@@ -152,11 +159,13 @@ class SSEEventDecoder:
         elif field == "event":
             self._event = value
         elif field == "id" and "\0" not in value:
-            self.last_event_id = value
+            self._id_buffer = value
         return None
 
     def _dispatch(self) -> SSEMessage | None:
-        # WHATWG: a frame without data lines dispatches nothing (but its id still counts).
+        # WHATWG: the id is committed when the frame completes (a cut after `id:` does
+        # not count); a frame without data lines dispatches nothing but its id counts.
+        self.last_event_id = self._id_buffer
         data, event = self._data, self._event
         self._data, self._event = [], ""
         if not data:

@@ -45,6 +45,7 @@ from universal_event.events import (
     AssistantMessageEvent,
     ErrorEvent,
     Event,
+    NativeUnknownEvent,
     Source,
     StepEndEvent,
     StepStartEvent,
@@ -296,9 +297,22 @@ class AnthropicAdapter(Adapter):
     ) -> EventT:
         """Like :meth:`Adapter.make`, with ``parent_id`` filled for nested streams."""
         fields.setdefault("parent_id", self.parent_id)
-        return super().make(
+        event = super().make(
             event_type, native_type=native_type, native_id=native_id, model=model, **fields
         )
+        if model is not None and "model" in event_type.__struct_fields__:
+            # ``model`` names the source's model in Adapter.make; events with a model
+            # field of their own (usage, session/start, request/header) get it too.
+            event = msgspec.structs.replace(event, model=model)
+        return event
+
+    def unknown(self, native_type: str | None, payload: Any, reason: str) -> NativeUnknownEvent:
+        """Keep an unrecognised native item; its type also in the event's own field.
+
+        (``Adapter.unknown`` fills only ``source.native_type``.)
+        """
+        event = super().unknown(native_type, payload, reason)
+        return msgspec.structs.replace(event, native_type=native_type)
 
     # ------------------------------------------------------------------ input front ends
 

@@ -20,8 +20,13 @@ Policies (what the API leaves open, decided here once):
   others are logged with ``Surface(op="hidden")`` — they are alternatives, and a
   client continues the conversation with one of them. Their ``message_id`` is
   ``<completion id>:<choice>`` (choice 0 keeps the completion id).
-* **Part order** in a message: thinking (``reasoning_content``), text, refusal, tool
-  calls by index. Empty content (``""``/``null``) adds no part.
+* **Part order** in a message: thinking (``reasoning_content``, or ``reasoning`` as
+  OpenRouter names it), text, refusal, tool calls by index. Empty content
+  (``""``/``null``) adds no part.
+* **Chunks**: one ``assistant/chunk`` per non-empty delta, ``choice`` always set (the
+  Chat choice index), ``index`` 0 for text / thinking / refusal and the tool call's
+  wire ``index`` for ``tool_arguments`` (its first fragment announces the call with
+  ``tool_call_id`` and ``tool_name`` even when its argument text is empty).
 * **Tool arguments** are assembled per call index (parallel calls interleave) and
   parsed at the end. ``arguments_raw`` keeps the exact text whenever re-encoding the
   parsed value would not reproduce it byte for byte (spacing, escapes, an empty
@@ -52,13 +57,16 @@ from __future__ import annotations
 import itertools
 import time
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
-from typing import Any, Literal, Protocol, TypeVar
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
 from adapters._base import Adapter, EventT
 from adapters._sse import SSEDecoder, SSEFrame
+from adapters._tap import EventLog, needs_checkpoint
+from adapters._tap import atap as generic_atap
+from adapters._tap import tap as generic_tap
 from adapters._usage import openai_usage
 from adapters.openai_chat._wire import ChatBody, Choice, Delta, ToolCallFragment, body_decoder
 from universal_event.errors import AdapterError
@@ -273,7 +281,8 @@ class OpenAIChatAdapter(Adapter):
             retry = status is None  # connection errors and timeouts
             self._on_error(body, out, http_status=status, native=None, retryable=retry)
         else:
-            self._on_error(body, out, http_status=status, native=body)
+            # ``native`` is the whole error body, as :meth:`http_error` keeps it.
+            self._on_error(body, out, http_status=status, native={"error": body})
         return out
 
     def make(
@@ -740,16 +749,16 @@ class OpenAIChatAdapter(Adapter):
             response.pending_usage = None
         usage = openai_usage(native)
         self._turn_usage = usage if self._turn_usage is None else self._turn_usage + usage
-        out.append(
-            self.make(
-                UsageEvent,
-                native_type=CHUNK,
-                native_id=response_id or None,
-                model=model or None,
-                usage=usage,
-                message_id=response_id or None,
-            )
+        event = self.make(
+            UsageEvent,
+            native_type=CHUNK,
+            native_id=response_id or None,
+            model=model or None,
+            usage=usage,
+            message_id=response_id or None,
         )
+        # ``make`` takes ``model`` for the envelope's Source; the event's own field too.
+        out.append(msgspec.structs.replace(event, model=model or None))
 
     def _on_error(
         self,
@@ -809,7 +818,10 @@ class OpenAIChatAdapter(Adapter):
         if native_type is None and isinstance(payload, dict):
             kind = payload.get("object") or payload.get("type")
             native_type = kind if isinstance(kind, str) else None
-        return self.unknown(native_type, payload, reason)
+        event = self.unknown(native_type, payload, reason)
+        # ``make`` (behind ``unknown``) puts ``native_type`` on the Source only; the
+        # event has a field of the same name that readers look at first.
+        return msgspec.structs.replace(event, native_type=native_type)
 
 
 def _as_object(raw: bytes | dict[str, Any]) -> Any:
@@ -847,80 +859,54 @@ def _citation(annotation: Any) -> Citation:
 
 # ---------------------------------------------------------------- tap
 
-
-class EventSink(Protocol):
-    """Where ``tap`` sends events: a ``SessionLog`` (its ``append``) or anything alike."""
-
-    def append(self, event: Any, /) -> Any: ...
-
-
 T = TypeVar("T")
 
 
 def tap(
-    stream: Iterable[T],
-    log: EventSink | None = None,
-    *,
-    adapter: OpenAIChatAdapter | None = None,
-    on_event: Callable[[Event], object] | None = None,
+    stream: Iterable[T], log: EventLog, adapter: OpenAIChatAdapter | None = None
 ) -> Iterator[T]:
     """Iterate an ``openai`` Chat stream unchanged while its events go to ``log``.
 
     ``for chunk in tap(client.chat.completions.create(..., stream=True), log): ...``
-    Each native chunk is fed to ``adapter`` (pass the conversation's adapter to keep an
-    agent loop's requests in one turn); when the stream ends, ``close()``'s events
-    follow. An SDK error raised mid-stream is logged as an ``error`` event, then
-    re-raised.
+    The generic :func:`adapters._tap.tap` (checkpoints, ``close()`` at the end) plus one
+    Chat rule: an error the SDK raises mid-stream (``data: {"error": ...}`` becomes
+    ``openai.APIError``; a dropped connection ``APIConnectionError``) is logged as an
+    ``error`` event before it propagates. Pass the conversation's ``adapter`` to keep
+    an agent loop's requests in one turn.
     """
     adapter = adapter if adapter is not None else OpenAIChatAdapter()
-
-    def emit(events: list[Event]) -> None:
-        for event in events:
-            if log is not None:
-                log.append(event)
-            if on_event is not None:
-                on_event(event)
-
-    try:
-        for item in stream:
-            emit(adapter.feed(item))
-            yield item
-    except GeneratorExit:  # the caller stopped early: the response is cut there
-        emit(adapter.close())
-        raise
-    except Exception as exc:
-        emit(adapter.api_error(exc))
-        emit(adapter.close())
-        raise
-    emit(adapter.close())
+    return generic_tap(_errors_logged(stream, adapter, log), adapter, log)
 
 
-async def atap(
-    stream: AsyncIterable[T],
-    log: EventSink | None = None,
-    *,
-    adapter: OpenAIChatAdapter | None = None,
-    on_event: Callable[[Event], object] | None = None,
+def atap(
+    stream: AsyncIterable[T], log: EventLog, adapter: OpenAIChatAdapter | None = None
 ) -> AsyncIterator[T]:
     """:func:`tap` for ``AsyncOpenAI`` streams (``async for``)."""
     adapter = adapter if adapter is not None else OpenAIChatAdapter()
+    return generic_atap(_aerrors_logged(stream, adapter, log), adapter, log)
 
-    def emit(events: list[Event]) -> None:
-        for event in events:
-            if log is not None:
-                log.append(event)
-            if on_event is not None:
-                on_event(event)
 
+def _log_error(exc: Exception, adapter: OpenAIChatAdapter, log: EventLog) -> None:
+    events = adapter.api_error(exc)
+    log.extend(events)
+    if needs_checkpoint(events):
+        log.checkpoint()
+
+
+def _errors_logged(stream: Iterable[T], adapter: OpenAIChatAdapter, log: EventLog) -> Iterator[T]:
+    try:
+        yield from stream
+    except Exception as exc:
+        _log_error(exc, adapter, log)
+        raise
+
+
+async def _aerrors_logged(
+    stream: AsyncIterable[T], adapter: OpenAIChatAdapter, log: EventLog
+) -> AsyncIterator[T]:
     try:
         async for item in stream:
-            emit(adapter.feed(item))
             yield item
-    except GeneratorExit:
-        emit(adapter.close())
-        raise
     except Exception as exc:
-        emit(adapter.api_error(exc))
-        emit(adapter.close())
+        _log_error(exc, adapter, log)
         raise
-    emit(adapter.close())

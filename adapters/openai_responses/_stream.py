@@ -39,8 +39,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ClassVar, Literal, TypeVar
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 import msgspec
 
@@ -72,7 +72,7 @@ from universal_event.events import (
 )
 from universal_event.parts import AssistantPart, Provenance, ToolCallPart
 
-__all__ = ["OpenAIResponsesAdapter"]
+__all__ = ["EventSink", "OpenAIResponsesAdapter", "atap", "tap"]
 
 EventT = TypeVar("EventT", bound=EventBase)
 ChunkKind = Literal["text", "thinking", "tool_arguments", "refusal", "summary"]
@@ -251,12 +251,11 @@ class OpenAIResponsesAdapter(Adapter):
             return self._feed_str(native)
         if isinstance(native, Mapping):
             return self._feed_dict(native)
-        status = getattr(native, "status_code", None)
-        if isinstance(status, int) and hasattr(native, "body"):
-            return self.http_error(status, native.body)
+        if isinstance(native, BaseException):
+            return self.api_error(native)
         to_dict = getattr(native, "to_dict", None)
         if callable(to_dict):
-            as_dict = to_dict(mode="json")
+            as_dict = to_dict(mode="json", warnings=False)
             if isinstance(as_dict, Mapping):
                 return self._feed_dict(as_dict)
         return [self.unknown(type(native).__name__, repr(native), "not a Responses object")]
@@ -320,6 +319,42 @@ class OpenAIResponsesAdapter(Adapter):
                 retryable=_retryable(code, status),
                 http_status=status,
                 native=parsed,
+            )
+        ]
+
+    def api_error(self, exc: BaseException) -> list[Event]:
+        """An ``error`` event for an exception the ``openai`` client raised.
+
+        ``APIStatusError`` (it has ``status_code`` and ``body``) goes through
+        :meth:`http_error`; anything else (connection errors, timeouts) is retryable.
+        """
+        status = getattr(exc, "status_code", None)
+        if isinstance(status, int):
+            # Prefer the whole HTTP body (``{"error": {...}}``, read by the SDK before it
+            # raises) so ``native`` is the same as from raw bytes; ``exc.body`` is only
+            # the inner ``error`` object.
+            response = getattr(exc, "response", None)
+            try:
+                body: Any = response.content if response is not None else None
+            except Exception:  # a streamed response not read: fall back to exc.body
+                body = None
+            return self.http_error(status, body or getattr(exc, "body", None) or str(exc))
+        body = getattr(exc, "body", None)
+        if isinstance(body, Mapping):
+            # The SDK raises ``APIError`` itself when an SSE payload has a top-level
+            # ``error`` (openai/_streaming.py, ``__stream__``): the in-stream ``error``
+            # event never reaches the caller as an object, and the ``response.failed``
+            # after it is never read. Same event as the wire path; ``close`` then ends
+            # the step ``failed``.
+            return self._on_error(wire.StreamError(error=dict(body)))
+        return [
+            self._event(
+                ErrorEvent,
+                "client_error",
+                None,
+                message=str(exc) or type(exc).__name__,
+                code=type(exc).__name__,
+                retryable=True,
             )
         ]
 
@@ -496,7 +531,7 @@ class OpenAIResponsesAdapter(Adapter):
         response = _Response(body.id, body.model)
         self._response = response
         self._sources.clear()
-        events.append(self._event(StepStartEvent, native_type, body.id, model=body.model))
+        events.append(self._event(StepStartEvent, native_type, body.id))
         return response
 
     def _on_response_body(self, raw: Mapping[str, Any]) -> list[Event]:
@@ -521,7 +556,7 @@ class OpenAIResponsesAdapter(Adapter):
         response.terminal = True
         response.set_model(body.model)
         status = body.status or native_type.removeprefix("response.")
-        items = body.output or response.items()
+        items = _final_items(response, body)
         content = self._parts(items, response.provenance)
         stop_reason = _stop_reason(status, body, content)
         events: list[Event] = []
@@ -604,7 +639,15 @@ class OpenAIResponsesAdapter(Adapter):
         events: list[Event] = []
         content = self._parts(response.items(), response.provenance)
         if content:
-            events.append(self._message(response, content, None, "close", "partial"))
+            events.append(
+                self._message(
+                    response,
+                    content,
+                    "failed" if response.error_reported else None,
+                    "close",
+                    "partial",
+                )
+            )
         failed = response.error_reported
         if not failed:
             events.append(
@@ -623,6 +666,7 @@ class OpenAIResponsesAdapter(Adapter):
                 "close",
                 response.id,
                 status="failed" if failed else "interrupted",
+                stop_reason="failed" if failed else None,
             )
         )
         return events
@@ -893,6 +937,24 @@ assert set(_HANDLERS) == set(wire.WireEvent.__args__), "every declared wire even
 # ---------------------------------------------------------------------- helpers
 
 
+def _final_items(response: _Response, body: wire.ResponseObject) -> list[dict[str, Any]]:
+    """The response's items: each ``output_item.done`` item, else the terminal object's.
+
+    Quirk: every copy of a reasoning item carries a *fresh* encryption of its
+    ``encrypted_content`` (``output_item.added``, ``output_item.done`` and the
+    ``response.completed`` output all differ, tests/fixtures/recorded/openai-responses/
+    stream_web_search_call.json). Real clients replay the ``output_item.done`` one
+    (pydantic-ai's next request in the same recordings), so that one is kept; the
+    terminal object fills in items whose ``done`` event was lost (a sequence gap), and
+    partial items fill in what neither has.
+    """
+    by_index: dict[int, dict[str, Any]] = dict(enumerate(body.output))
+    for index, partial in response.partial.items():
+        by_index.setdefault(index, partial.assemble())
+    by_index.update(response.done)
+    return [by_index[index] for index in sorted(by_index)]
+
+
 def _stop_reason(status: str, body: wire.ResponseObject, content: list[AssistantPart]) -> str:
     if status == "completed":
         return "tool_calls" if any(isinstance(p, ToolCallPart) for p in content) else "completed"
@@ -929,6 +991,83 @@ def _as_mapping(native: Any) -> Mapping[str, Any] | None:
         return native
     to_dict = getattr(native, "to_dict", None)
     if callable(to_dict):
-        result = to_dict(mode="json")
+        result = to_dict(mode="json", warnings=False)
         return result if isinstance(result, Mapping) else None
     return None
+
+
+class EventSink(Protocol):
+    """Where :func:`tap` sends events: a ``SessionLog`` (its ``append``) or alike."""
+
+    def append(self, event: Any, /) -> Any: ...
+
+
+T = TypeVar("T")
+
+
+def _emitter(
+    log: EventSink | None, on_event: Callable[[Event], object] | None
+) -> Callable[[list[Event]], None]:
+    def emit(events: list[Event]) -> None:
+        for event in events:
+            if log is not None:
+                log.append(event)
+            if on_event is not None:
+                on_event(event)
+
+    return emit
+
+
+def tap(
+    stream: Iterable[T],
+    log: EventSink | None = None,
+    *,
+    adapter: OpenAIResponsesAdapter | None = None,
+    on_event: Callable[[Event], object] | None = None,
+) -> Iterator[T]:
+    """Iterate an ``openai`` Responses stream unchanged while its events go to ``log``.
+
+    ``for event in tap(client.responses.create(..., stream=True), log): ...`` — each
+    typed event is fed to ``adapter`` (pass the conversation's adapter so tool outputs
+    find their calls' names); ``close()``'s events follow when the stream ends, also
+    when the caller stops early (the response is then ``partial``/``interrupted``). An
+    SDK error raised mid-stream is logged as an ``error`` event, then re-raised.
+    """
+    adapter = adapter if adapter is not None else OpenAIResponsesAdapter()
+    emit = _emitter(log, on_event)
+    try:
+        for item in stream:
+            emit(adapter.feed(item))
+            yield item
+    except GeneratorExit:
+        emit(adapter.close())
+        raise
+    except Exception as exc:
+        emit(adapter.api_error(exc))
+        emit(adapter.close())
+        raise
+    emit(adapter.close())
+
+
+async def atap(
+    stream: AsyncIterable[T],
+    log: EventSink | None = None,
+    *,
+    adapter: OpenAIResponsesAdapter | None = None,
+    on_event: Callable[[Event], object] | None = None,
+) -> AsyncIterator[T]:
+    """:func:`tap` for ``AsyncOpenAI`` streams (``async for``)."""
+    adapter = adapter if adapter is not None else OpenAIResponsesAdapter()
+    emit = _emitter(log, on_event)
+    try:
+        async for item in stream:
+            emit(adapter.feed(item))
+            yield item
+    except GeneratorExit:
+        emit(adapter.close())
+        raise
+    except Exception as exc:
+        emit(adapter.api_error(exc))
+        emit(adapter.close())
+        raise
+    emit(adapter.close())

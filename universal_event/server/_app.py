@@ -38,7 +38,7 @@ from starlette.routing import Route
 from universal_event.errors import DecodeError, RenderError, SessionNotFoundError
 from universal_event.events import EVENT_TYPES, Event
 from universal_event.server._auth import Right, Tokens
-from universal_event.server._hub import ClientBuffer, Hub, SessionFeed
+from universal_event.server._hub import ClientBuffer, Hub
 from universal_event.server._ingest import BadInput, Limits, parse_body
 from universal_event.server._writer import SessionWriters
 from universal_event.sse import KEEPALIVE, encode_events, encode_retry, resume_after
@@ -107,9 +107,7 @@ class _ControlPlane:
         if not self.tokens.known(token):
             return _error(401, "unauthenticated", "unknown token")
         if session_id is not None and not self.tokens.allows(token, session_id, right):
-            return _error(
-                403, "forbidden", f"this token may not {right} session {session_id!r}"
-            )
+            return _error(403, "forbidden", f"this token may not {right} session {session_id!r}")
         return None
 
     def _session(self, request: Request, right: Right) -> tuple[str, Response | None]:
@@ -157,9 +155,7 @@ class _ControlPlane:
         limit = self.limits.max_body_bytes
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise BadInput(
-                413, "body_too_large", f"body of {declared} bytes; the limit is {limit}"
-            )
+            raise BadInput(413, "body_too_large", f"body of {declared} bytes; the limit is {limit}")
         chunks: list[bytes] = []
         size = 0
         async for chunk in request.stream():
@@ -206,47 +202,47 @@ class _ControlPlane:
     async def _stream(self, session_id: str, after: int, follow: bool) -> AsyncIterator[bytes]:
         yield encode_retry(1000)
         cursor = after
-        async for cursor, frames in self._backlog(session_id, cursor):
+        async for last, frames in self._backlog(session_id, cursor):
+            cursor = last
             yield frames
         if not follow:
             return
         feed, buffer = self.hub.subscribe(session_id)
         try:
             # Whatever was stored between the backlog and subscribing.
-            async for cursor, frames in self._backlog(session_id, cursor):
+            async for last, frames in self._backlog(session_id, cursor):
+                cursor = last
                 yield frames
-            async for cursor, frames in self._live(session_id, feed, buffer, cursor):
+            async for frames in self._live(session_id, buffer, cursor):
                 yield frames
         finally:
             self.hub.unsubscribe(feed, buffer)
 
     async def _live(
-        self, session_id: str, feed: SessionFeed, buffer: ClientBuffer, cursor: int
-    ) -> AsyncIterator[tuple[int, bytes]]:
+        self, session_id: str, buffer: ClientBuffer, cursor: int
+    ) -> AsyncIterator[bytes]:
         while True:
             frames = await buffer.take(self.keepalive)
             if buffer.overflowed:
                 return  # the client resumes from its Last-Event-ID
             if not frames:
-                yield cursor, KEEPALIVE
+                yield KEEPALIVE
                 continue
             out: list[bytes] = []
             for seq, frame in frames:
                 if seq <= cursor:
                     continue
                 if seq > cursor + 1:  # published before we caught up: fill from the store
-                    async for cursor, filled in self._backlog(session_id, cursor):
-                        out.append(filled)
-                        if cursor >= seq - 1:
-                            break
-                    if cursor >= seq:
-                        continue
-                    if cursor != seq - 1:
+                    missing: list[Event] = await anyio.to_thread.run_sync(
+                        _read_page, self.store, session_id, cursor + 1, seq
+                    )
+                    if [event.seq for event in missing] != list(range(cursor + 1, seq)):
                         return  # cannot fill in order: end the stream, the client resumes
+                    out.append(encode_events(missing))
                 out.append(frame)
                 cursor = seq
             if out:
-                yield cursor, b"".join(out)
+                yield b"".join(out)
 
     async def get_messages(self, request: Request) -> Response:
         session_id, refused = self._session(request, "read")

@@ -73,7 +73,7 @@ class Tokens:
                     raise ValueError(
                         f"{origin} line {number}: unknown right {right!r} (read, write)"
                     )
-                rights.add(right)  # type: ignore[arg-type]
+                rights.add(right)
             if len(token) < 16:
                 raise ValueError(f"{origin} line {number}: token shorter than 16 characters")
             grants.append(Grant(token, session, frozenset(rights)))

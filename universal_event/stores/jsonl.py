@@ -23,6 +23,7 @@ there first: two processes never interleave lines, never leave a gap or a duplic
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import threading
 import time
@@ -47,6 +48,8 @@ from universal_event.stores._base import (
 )
 
 __all__ = ["JsonlStore"]
+
+_log = logging.getLogger(__name__)
 
 _SUFFIX = ".jsonl"
 _TAIL_CHUNK = 1 << 16
@@ -259,6 +262,10 @@ class JsonlStore:
                 found.append(self.session_info(session_id))
             except SessionNotFoundError:
                 continue
+            except CorruptEventError as exc:
+                # One damaged file must not hide every other session; reading the
+                # damaged one still raises.
+                _log.warning("skipping session %r in the listing: %s", session_id, exc)
         return sorted(found, key=lambda info: info.session_id)
 
     def session_info(self, session_id: str) -> SessionInfo:

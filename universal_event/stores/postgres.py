@@ -155,8 +155,15 @@ class PostgresStore:
                 f'CREATE TABLE IF NOT EXISTS "{self.schema}".schema_version '
                 "(version int PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now())"
             )
-            row = conn.execute(f'SELECT max(version) FROM "{self.schema}".schema_version').fetchone()
+            row = conn.execute(
+                f'SELECT max(version) FROM "{self.schema}".schema_version'
+            ).fetchone()
             current = row[0] if row and row[0] is not None else 0
+            if current > SCHEMA_VERSION:
+                raise StoreError(
+                    f"schema {self.schema!r}: version {current} is newer than this library's "
+                    f"{SCHEMA_VERSION}; upgrade universal-event"
+                )
             for version, statements in _migrations(self.schema):
                 if version <= current:
                     continue
@@ -226,7 +233,13 @@ class PostgresStore:
                     copy.set_types(_COPY_TYPES)
                     for event in page:
                         copy.write_row(
-                            (new_id, event.seq, event_type(event), event.ts, encode_for(new_id, event))
+                            (
+                                new_id,
+                                event.seq,
+                                event_type(event),
+                                event.ts,
+                                encode_for(new_id, event),
+                            )
                         )
 
     def delete(self, session_id: str) -> None:

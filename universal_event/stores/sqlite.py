@@ -32,7 +32,12 @@ from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from universal_event.codec import encode
-from universal_event.errors import ConflictError, CorruptEventError, SessionNotFoundError
+from universal_event.errors import (
+    ConflictError,
+    CorruptEventError,
+    SessionNotFoundError,
+    StoreError,
+)
 from universal_event.events import Event, EventBase
 from universal_event.stores._base import (
     READ_PAGE_SIZE,
@@ -101,9 +106,13 @@ class SqliteStore:
         )
         self._lock = threading.RLock()
         self._appended = threading.Condition(threading.Lock())
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute(f"PRAGMA synchronous={synchronous}")
-        self._migrate()
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute(f"PRAGMA synchronous={synchronous}")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise StoreError(f"SQLite database {str(self.path)!r} is unusable: {exc}") from None
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> SqliteStore:
@@ -129,6 +138,11 @@ class SqliteStore:
             )
             row = self._conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
             current = row[0] if row and row[0] is not None else 0
+            if current > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path}: schema version {current} is newer than this library's "
+                    f"{SCHEMA_VERSION}; upgrade universal-event"
+                )
             for version, statements in _MIGRATIONS:
                 if version <= current:
                     continue

@@ -1,0 +1,582 @@
+"""What every renderer shares: policy, tool-call id mapping, orphan repair, caching.
+
+A renderer turns ``derive_messages()`` output plus the current ``request/header`` into
+the keyword arguments of one SDK's ``create()``. The three renderers
+(:mod:`adapters.anthropic._request`, :mod:`adapters.openai_chat._request`,
+:mod:`adapters.openai_responses._request`) differ in wire shapes only; the decisions
+that every switch of runtime runs into (see ``shared/PITFALLS.md``) are made here, once:
+
+* **Rule 1 / 2 — reasoning.** Provider-bound reasoning (Anthropic signatures and
+  redacted data, Responses ``encrypted_content`` and ``rs_`` ids) is replayed only
+  when its :class:`~universal_event.parts.Provenance` is the same origin as the target
+  (provider + api + model). Anything else is *foreign* and follows
+  :attr:`RenderPolicy.foreign_reasoning`: ``drop`` (the default) removes the block,
+  ``text`` turns its readable text into a plain text part. A block is never half kept
+  (no signature-less thinking block, no ``redacted_thinking`` re-wrap).
+* **Rule 5 — tool-call ids** go through :func:`map_tool_call_id`: one deterministic,
+  collision-free function of the id and the target's id format, the same for calls and
+  results; :class:`ToolIdMapper` reverses it for ids that come back.
+* **Rule 6 — orphans.** :func:`group_history` pairs every tool result with the call
+  it answers, within the assistant message's window (up to the next assistant
+  message). A call without a result gets a synthetic error result
+  (:attr:`RenderPolicy.interrupted_result`); a result without a call is dropped. Both
+  produce a :class:`~universal_event.events.WarningEvent`.
+* **Caching.** Rendering is a pure function of each history *group* (an assistant
+  message with its results and the user messages after them), the target and the
+  policy, so :class:`RenderCache` keeps each group's wire messages and re-renders only
+  the groups after the first message that changed (the surface segment that moved).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import msgspec
+
+from universal_event.events import RequestHeaderEvent, Source, WarningEvent
+from universal_event.messages import AssistantMessage, Message, ToolMessage, UserMessage
+from universal_event.parts import (
+    Provenance,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+)
+
+__all__ = [
+    "ANTHROPIC_TOOL_IDS",
+    "CHAT_TOOL_IDS",
+    "RESPONSES_TOOL_IDS",
+    "Group",
+    "RenderCache",
+    "RenderPolicy",
+    "Renderer",
+    "ToolIdFormat",
+    "ToolIdMapper",
+    "foreign_reasoning_text",
+    "group_history",
+    "is_blank",
+    "map_tool_call_id",
+    "merged_sampling",
+    "render_history",
+    "same_origin",
+    "warning",
+]
+
+
+class RenderPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """How a renderer resolves what the target cannot take as it is.
+
+    Every option has the safe default; each is one documented decision.
+    """
+
+    foreign_reasoning: Literal["drop", "text"] = "drop"
+    """Reasoning minted by another provider / api / model (rules 1-2).
+
+    ``drop``: removed, with a ``reasoning_dropped`` warning (Vercel AI's choice: the
+    request always works, the model loses that context). ``text``: its readable text
+    (thinking text or Responses summaries) becomes a plain text part, formatted by
+    :attr:`foreign_reasoning_template`. Opaque payloads (signatures, redacted data,
+    encrypted content) are never sent to a foreign target under either policy.
+    """
+    foreign_reasoning_template: str = "{text}"
+    """Format of foreign reasoning under ``text``; ``{text}`` is the reasoning. Tags
+    such as ``<thinking>`` get imitated by some models (pydantic-ai#5869), so the
+    default is the bare text."""
+    thinking_fallback: Literal["disable", "error"] = "disable"
+    """Anthropic with thinking on, when the last assistant turn of a tool loop does not
+    start with a thinking block (rule 3): ``disable`` sends the request with
+    ``thinking: {"type": "disabled"}`` and a ``thinking_disabled`` warning; ``error``
+    raises :class:`~universal_event.errors.RenderError`."""
+    interrupted_result: str = "interrupted: the tool call ended before it returned a result"
+    """Text of the synthetic error result given to a call without a result (rule 6)."""
+    chat_system_role: Literal["auto", "system", "developer"] = "auto"
+    """Chat Completions role of the system prompt (rule 11). ``auto``: ``developer``
+    for the reasoning models (o1, o3, o4, gpt-5 families; o1-mini rejects ``system``
+    with HTTP 400, see fixtures/recorded/openai-chat/error_400_system_role_unsupported),
+    ``system`` for the others."""
+    chat_reasoning_content: bool = False
+    """Chat Completions: send same-origin reasoning back as ``reasoning_content`` (some
+    compatible servers need it, PITFALLS 12). OpenAI's own API has no such field."""
+    keep_cache_control: bool = True
+    """Keep ``cache_control`` hints where the target supports them (Anthropic; rule 10)."""
+    model: str | None = None
+    """The target model; default: the header's model."""
+    default_max_tokens: int = 4096
+    """Anthropic requires ``max_tokens``; used when the header sets none."""
+
+
+# ---------------------------------------------------------------- warnings
+
+
+def warning(code: str, message: str, **details: Any) -> WarningEvent:
+    """A warning event for something a renderer repaired or dropped on purpose."""
+    return WarningEvent(
+        code=code,
+        message=message,
+        details=details or None,
+        source=Source(runtime="universal-event", native_type="render"),
+    )
+
+
+# ---------------------------------------------------------------- tool-call ids
+
+
+@dataclass(frozen=True, slots=True)
+class ToolIdFormat:
+    """The tool-call ids a target accepts."""
+
+    name: str
+    pattern: re.Pattern[str]
+    max_length: int
+
+    def accepts(self, call_id: str) -> bool:
+        return 0 < len(call_id) <= self.max_length and self.pattern.fullmatch(call_id) is not None
+
+
+ANTHROPIC_TOOL_IDS = ToolIdFormat("anthropic", re.compile(r"[a-zA-Z0-9_-]+"), 64)
+"""Anthropic ``tool_use.id`` / ``tool_result.tool_use_id``: ``^[a-zA-Z0-9_-]+$``, at most
+64 characters (the API's 400 message states the pattern; PITFALLS 6)."""
+CHAT_TOOL_IDS = ToolIdFormat("openai-chat", re.compile(r"[a-zA-Z0-9_-]+"), 40)
+"""OpenAI Chat ``tool_calls[].id``: the API rejects ids over 40 characters
+("string too long. Expected a string with maximum length 40"); we also keep to the
+Anthropic charset so ids survive a later switch unchanged."""
+RESPONSES_TOOL_IDS = ToolIdFormat("openai-responses", re.compile(r"[!-~]+"), 512)
+"""OpenAI Responses ``call_id``: printable ASCII. Ids minted by Responses-compatible
+servers can exceed 450 characters and contain ``|`` (PITFALLS 6); they pass unchanged."""
+
+_MAPPED_PREFIX = "ue_"
+_DIGEST_CHARS = 22  # 16 bytes (128 bits) of SHA-256, base64url without padding
+
+
+def map_tool_call_id(call_id: str, fmt: ToolIdFormat) -> str:
+    """The id a target sees for ``call_id``: deterministic and collision-free.
+
+    An id the target accepts passes unchanged, unless it starts with the reserved
+    prefix ``ue_``. Every other id becomes ``ue_<readable part>_<digest>`` where the
+    digest is 128 bits of SHA-256 of the original id, base64url-encoded. The two
+    ranges are disjoint (passed ids never start with ``ue_``), and two mapped ids are
+    equal only if their digests are: the function is injective up to a SHA-256
+    collision. Calls and results use this same function, so pairs stay paired.
+    """
+    if fmt.accepts(call_id) and not call_id.startswith(_MAPPED_PREFIX):
+        return call_id
+    digest = base64.urlsafe_b64encode(hashlib.sha256(call_id.encode()).digest()[:16])
+    tail = digest.decode().rstrip("=")
+    room = fmt.max_length - len(_MAPPED_PREFIX) - 1 - _DIGEST_CHARS
+    readable = re.sub(r"[^a-zA-Z0-9_-]", "_", call_id)[: max(room, 0)]
+    return f"{_MAPPED_PREFIX}{readable}_{tail}"
+
+
+class ToolIdMapper:
+    """Maps ids for one target and reverses the ones it mapped.
+
+    The mapping itself is :func:`map_tool_call_id` (stateless); the mapper remembers
+    each id it mapped so an id coming back from the target (a tool result the client
+    reports against the rendered id, an echoed item) can be turned back into the
+    session's own id. Ids it never mapped are returned unchanged: they are new ids
+    minted by the target.
+    """
+
+    def __init__(self, fmt: ToolIdFormat) -> None:
+        self.fmt = fmt
+        self._reverse: dict[str, str] = {}
+
+    def forward(self, call_id: str) -> str:
+        mapped = map_tool_call_id(call_id, self.fmt)
+        self._reverse[mapped] = call_id
+        return mapped
+
+    def reverse(self, mapped: str) -> str:
+        return self._reverse.get(mapped, mapped)
+
+    @classmethod
+    def for_messages(cls, messages: Sequence[Message], fmt: ToolIdFormat) -> ToolIdMapper:
+        """A mapper that knows every call id of a history."""
+        mapper = cls(fmt)
+        for message in messages:
+            if isinstance(message, AssistantMessage):
+                for part in message.content:
+                    if isinstance(part, ToolCallPart):
+                        mapper.forward(part.id)
+        return mapper
+
+
+# ---------------------------------------------------------------- reasoning
+
+
+def same_origin(provenance: Provenance | None, target: Provenance) -> bool:
+    """True when provider-bound content from ``provenance`` may go to ``target`` (rule 1)."""
+    return provenance is not None and provenance.same_origin(target)
+
+
+def reasoning_origin(part: ThinkingPart, message: AssistantMessage) -> Provenance | None:
+    """A thinking part's provenance, else its message's."""
+    return part.provenance or message.provenance
+
+
+def foreign_reasoning_text(part: ThinkingPart, policy: RenderPolicy) -> str | None:
+    """The text part foreign reasoning becomes under ``policy`` (rule 2), or None."""
+    if policy.foreign_reasoning == "drop":
+        return None
+    text = part.text or "\n\n".join(part.summary or [])
+    if is_blank(text):
+        return None
+    return policy.foreign_reasoning_template.format(text=text)
+
+
+def is_blank(text: str | None) -> bool:
+    """Empty or whitespace-only: Anthropic rejects such text blocks (rule 8)."""
+    return text is None or not text.strip()
+
+
+# ---------------------------------------------------------------- history groups
+
+
+@dataclass(slots=True)
+class Group:
+    """One cacheable stretch of history.
+
+    ``assistant`` is None only for the user messages before the first assistant
+    message. ``results`` are the tool results paired with its calls, in arrival order,
+    synthetic ones (rule 6) appended in call order; ``users`` the user messages of the
+    window, which every target wants after the results (rule 7).
+    """
+
+    assistant: AssistantMessage | None
+    results: list[ToolMessage] = field(default_factory=list)
+    users: list[UserMessage] = field(default_factory=list)
+    warnings: list[WarningEvent] = field(default_factory=list)
+
+    def call(self, call_id: str) -> ToolCallPart | None:
+        if self.assistant is None:
+            return None
+        for part in self.assistant.content:
+            if isinstance(part, ToolCallPart) and part.id == call_id:
+                return part
+        return None
+
+
+def _group_bounds(messages: Sequence[Message], start: int) -> list[int]:
+    """Start indexes of the groups from ``start`` on (each assistant message opens one)."""
+    bounds = [start]
+    for index in range(start + 1, len(messages)):
+        if isinstance(messages[index], AssistantMessage):
+            bounds.append(index)
+    return bounds
+
+
+def repair_group(messages: Sequence[Message], policy: RenderPolicy) -> Group:
+    """Pair calls and results in one group's messages; repair orphans (rule 6)."""
+    first = messages[0] if messages else None
+    assistant = first if isinstance(first, AssistantMessage) else None
+    group = Group(assistant)
+    open_calls: dict[str, ToolCallPart] = {}
+    if assistant is not None:
+        for part in assistant.content:
+            if isinstance(part, ToolCallPart):
+                open_calls[part.id] = part
+    for message in messages[1:] if assistant is not None else messages:
+        if isinstance(message, UserMessage):
+            group.users.append(message)
+        elif isinstance(message, ToolMessage):
+            if open_calls.pop(message.call_id, None) is None:
+                group.warnings.append(
+                    warning(
+                        "orphan_tool_result",
+                        f"tool result {message.call_id!r} answers no open call of the "
+                        "assistant message before it; dropped",
+                        call_id=message.call_id,
+                        seq=message.seq,
+                    )
+                )
+            else:
+                group.results.append(message)
+    for call_id, call in open_calls.items():
+        group.results.append(
+            ToolMessage(
+                call_id=call_id,
+                name=call.name,
+                content=[TextPart(text=policy.interrupted_result)],
+                is_error=True,
+            )
+        )
+        group.warnings.append(
+            warning(
+                "synthetic_tool_result",
+                f"tool call {call_id!r} ({call.name}) has no result; "
+                "a synthetic error result was inserted",
+                call_id=call_id,
+            )
+        )
+    return group
+
+
+def group_history(messages: Sequence[Message], policy: RenderPolicy) -> list[Group]:
+    """Split a history into groups and repair each (rule 6)."""
+    if not messages:
+        return []
+    bounds = [*_group_bounds(messages, 0), len(messages)]
+    return [repair_group(messages[a:b], policy) for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+# ---------------------------------------------------------------- render driver + cache
+
+Renderer = Callable[[Group], list[dict[str, Any]]]
+"""Renders one repaired group into wire messages (closes over target and policy)."""
+
+
+@dataclass(slots=True)
+class _CacheState:
+    messages: list[Message]
+    bounds: list[int]
+    outputs: list[list[dict[str, Any]]]
+    warnings: list[list[WarningEvent]]
+
+
+class RenderCache:
+    """Per-session memo of rendered groups (hold one per session and target).
+
+    A group's wire messages depend only on its own messages, the target and the
+    policy. On each call the cache finds the longest prefix of messages identical to
+    the previous call's (``is``, else ``==``), keeps every group that lies wholly
+    before the first change *and* is closed by a later assistant message, and renders
+    the rest. Appending a turn therefore re-renders one or two groups; a surface
+    ``replace`` re-renders from the first replaced message on.
+    """
+
+    def __init__(self) -> None:
+        self._states: dict[Any, _CacheState] = {}
+
+    def state(self, key: Any) -> _CacheState | None:
+        return self._states.get(key)
+
+    def store(self, key: Any, state: _CacheState) -> None:
+        self._states[key] = state
+
+
+def _common_prefix(old: Sequence[Message], new: Sequence[Message]) -> int:
+    limit = min(len(old), len(new))
+    index = 0
+    while index < limit:
+        a, b = old[index], new[index]
+        if a is not b and a != b:
+            break
+        index += 1
+    return index
+
+
+def render_history(
+    messages: Sequence[Message],
+    render_group: Renderer,
+    policy: RenderPolicy,
+    *,
+    cache: RenderCache | None = None,
+    cache_key: Any = None,
+) -> tuple[list[dict[str, Any]], list[WarningEvent]]:
+    """Render every group of ``messages``; reuse cached groups when ``cache`` is given."""
+    state = cache.state(cache_key) if cache is not None else None
+    keep = 0  # groups reused from the cache
+    if state is not None:
+        prefix = _common_prefix(state.messages, messages)
+        # group g is reusable when the assistant message opening group g+1 is unchanged
+        while keep + 1 < len(state.bounds) and state.bounds[keep + 1] < prefix:
+            keep += 1
+    start = state.bounds[keep] if state is not None and keep else 0
+    bounds = (state.bounds[:keep] if state is not None else []) + (
+        _group_bounds(messages, start) if start < len(messages) else []
+    )
+    outputs = state.outputs[:keep] if state is not None else []
+    warnings = state.warnings[:keep] if state is not None else []
+    ends = [*bounds[1:], len(messages)]
+    for index in range(keep, len(bounds)):
+        group = repair_group(messages[bounds[index] : ends[index]], policy)
+        outputs.append(render_group(group))
+        warnings.append(group.warnings)
+    if cache is not None:
+        cache.store(cache_key, _CacheState(list(messages), bounds, outputs, warnings))
+    wire = [message for output in outputs for message in output]
+    return wire, [event for batch in warnings for event in batch]
+
+
+# ---------------------------------------------------------------- header helpers
+
+
+def merged_sampling(header: RequestHeaderEvent | None) -> dict[str, Any]:
+    """Adapter defaults overridden by explicit settings."""
+    if header is None:
+        return {}
+    return {**header.adapter_defaults, **header.sampling}
+
+
+_MAX_TOKENS_KEY = {
+    "messages": "max_tokens",
+    "chat": "max_completion_tokens",
+    "responses": "max_output_tokens",
+}
+_STOP_KEY = {"messages": "stop_sequences", "chat": "stop"}
+_EFFORT_BUDGET = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32000}
+_PORTABLE = ("temperature", "top_p", "stream")
+
+
+def _neutral_tool_choice(api: str | None, choice: Any) -> Any:
+    """``auto`` | ``none`` | ``required`` | ``{"name": ...}`` from any api's tool_choice."""
+    if isinstance(choice, str):
+        return choice
+    if not isinstance(choice, dict):
+        return None
+    kind = choice.get("type")
+    if api == "messages":
+        if kind == "tool":
+            return {"name": choice.get("name")}
+        return "required" if kind == "any" else kind
+    if kind == "function":
+        function = choice.get("function")
+        name = function.get("name") if isinstance(function, dict) else choice.get("name")
+        return {"name": name}
+    return None
+
+
+def _native_tool_choice(api: str, choice: Any) -> Any:
+    if choice is None:
+        return None
+    if api == "messages":
+        if isinstance(choice, dict):
+            return {"type": "tool", "name": choice["name"]}
+        return {"type": {"required": "any"}.get(choice, choice)}
+    if isinstance(choice, dict):
+        if api == "chat":
+            return {"type": "function", "function": {"name": choice["name"]}}
+        return {"type": "function", "name": choice["name"]}
+    return choice
+
+
+def _reasoning_effort(api: str | None, sampling: dict[str, Any]) -> str | None:
+    if api == "messages":
+        thinking = sampling.get("thinking")
+        if isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive"):
+            budget = thinking.get("budget_tokens") or 8192
+            return "low" if budget <= 2048 else "medium" if budget <= 8192 else "high"
+        return None
+    if api == "chat":
+        effort = sampling.get("reasoning_effort")
+        return effort if isinstance(effort, str) else None
+    reasoning = sampling.get("reasoning")
+    effort = reasoning.get("effort") if isinstance(reasoning, dict) else None
+    return effort if isinstance(effort, str) else None
+
+
+def translate_sampling(
+    sampling: dict[str, Any], source_api: str | None, target_api: str
+) -> tuple[dict[str, Any], list[WarningEvent]]:
+    """A header's settings for another api: the portable ones translated, the rest dropped.
+
+    Portable: temperature, top_p, stream, the output-token limit, stop sequences,
+    tool_choice and the reasoning level (Anthropic ``thinking`` budget, Chat
+    ``reasoning_effort``, Responses ``reasoning.effort``). Each dropped setting is
+    named in a ``setting_dropped`` warning.
+    """
+    if source_api == target_api:
+        return dict(sampling), []
+    out: dict[str, Any] = {key: sampling[key] for key in _PORTABLE if key in sampling}
+    used = set(out)
+    source_max = _MAX_TOKENS_KEY.get(source_api or "", "max_tokens")
+    for key in (source_max, "max_tokens"):
+        if key in sampling:
+            out[_MAX_TOKENS_KEY[target_api]] = sampling[key]
+            used.add(key)
+            break
+    source_stop = _STOP_KEY.get(source_api or "")
+    if source_stop in sampling and target_api in _STOP_KEY:
+        out[_STOP_KEY[target_api]] = sampling[source_stop]
+        used.add(source_stop)
+    if "tool_choice" in sampling:
+        used.add("tool_choice")
+        choice = _native_tool_choice(
+            target_api, _neutral_tool_choice(source_api, sampling["tool_choice"])
+        )
+        if choice is not None:
+            out["tool_choice"] = choice
+    effort = _reasoning_effort(source_api, sampling)
+    used.update(("thinking", "reasoning", "reasoning_effort"))
+    if effort is not None:
+        if target_api == "messages":
+            budget = _EFFORT_BUDGET.get(effort, 8192)
+            out["thinking"] = {"type": "enabled", "budget_tokens": budget}
+            out["max_tokens"] = max(int(out.get("max_tokens") or 0), budget + 4096)
+        elif target_api == "chat":
+            out["reasoning_effort"] = effort
+        else:
+            out["reasoning"] = {"effort": effort}
+    dropped = sorted(key for key in sampling if key not in used)
+    warnings = (
+        [
+            warning(
+                "setting_dropped",
+                f"settings with no {target_api} equivalent were not sent: {', '.join(dropped)}",
+                settings=dropped,
+            )
+        ]
+        if dropped
+        else []
+    )
+    return out, warnings
+
+
+def split_create_kwargs(kwargs: dict[str, Any], accepted: frozenset[str]) -> dict[str, Any]:
+    """Move keys ``create()`` has no parameter for into ``extra_body`` (the SDK merges
+    ``extra_body`` into the JSON body, so the wire request is the same)."""
+    extra = {key: kwargs.pop(key) for key in [k for k in kwargs if k not in accepted]}
+    if extra:
+        kwargs["extra_body"] = {**kwargs.get("extra_body", {}), **extra}
+    return kwargs
+
+
+def create_parameters(create: Callable[..., Any]) -> frozenset[str]:
+    """The keyword parameters of an SDK ``create()`` method."""
+    import inspect
+
+    names = inspect.signature(create).parameters
+    return frozenset(name for name in names if name != "self")
+
+
+def target_provenance(
+    provider: str, api: str, header: RequestHeaderEvent | None, policy: RenderPolicy
+) -> Provenance:
+    """The provenance content must match to be replayed to this request (rule 1)."""
+    model = policy.model or (header.model if header is not None else None)
+    if model is None:
+        from universal_event.errors import RenderError
+
+        raise RenderError(
+            f"no model to render a {provider} {api} request for: set one in "
+            "the request/header or RenderPolicy.model"
+        )
+    return Provenance(provider=provider, api=api, model=model)
+
+
+def data_url(media_type: str | None, data: str) -> str:
+    """``data:<type>;base64,<data>`` for inline bytes."""
+    return f"data:{media_type or 'application/octet-stream'};base64,{data}"
+
+
+def parse_data_url(url: str) -> tuple[str, str] | None:
+    """(media type, base64 data) of a base64 ``data:`` URL, else None."""
+    match = re.fullmatch(r"data:([^;,]+);base64,(.*)", url, re.DOTALL)
+    return (match.group(1), match.group(2)) if match else None
+
+
+def json_arguments(part: ToolCallPart) -> str:
+    """A function call's arguments as the JSON text the OpenAI APIs carry.
+
+    Compact separators and raw UTF-8, as the APIs emit them (recorded fixtures), so a
+    same-provider replay is byte-identical. ``arguments_raw`` (the model's own text,
+    kept by parsers when it differs from the compact form or is not JSON) wins.
+    """
+    if part.arguments_raw is not None:
+        return part.arguments_raw
+    return msgspec.json.encode(part.arguments if part.arguments is not None else {}).decode()

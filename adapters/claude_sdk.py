@@ -1,0 +1,783 @@
+"""Claude Code / Claude Agent SDK → Universal Events.
+
+:class:`ClaudeCodeAdapter` reads what ``claude -p --output-format stream-json --verbose``
+prints (JSON lines; raw ``bytes`` are buffered across chunks, a ``str`` line or a
+``dict`` work too) and the typed messages ``claude_agent_sdk.query()`` yields
+(``SystemMessage``, ``AssistantMessage``, ``UserMessage``, ``StreamEvent``,
+``ResultMessage``, the task messages). :class:`ClaudeTranscriptAdapter` reads Claude
+Code's own session transcripts (``~/.claude/projects/<project>/<session>.jsonl``).
+
+What the runtime prints, and what it becomes (facts from
+tests/fixtures/captured/claude, Claude Code 2.1.332 / claude-agent-sdk 0.2.189):
+
+* ``system/init`` → ``session/start`` (once per native session) and ``request/header``
+  (model, tool names, cwd, permission mode), re-written only when it changes.
+* ``assistant`` — **one line per content block**; the blocks of one API message share
+  ``message.id`` and arrive as separate lines. They are merged into one
+  ``assistant/message``, emitted when the message is complete: at the next different
+  message id, a ``user`` line, the ``result`` line, or :meth:`close`. The lines carry
+  ``stop_reason: null`` and the provisional ``message_start`` usage; with
+  ``--include-partial-messages`` the real stop reason and usage come from the
+  ``stream_event`` lines (which also give the chunks), and the ``assistant`` line of a
+  block arrives *before* that block's ``content_block_stop``.
+* ``assistant`` with ``model: "<synthetic>"`` (and an ``error`` such as
+  ``server_error``) is the CLI's own error report after retries ran out — an ``error``
+  event, never an assistant message (it is not in the history the CLI sends next).
+* ``user`` lines carry ``tool_result`` blocks → ``tool/result``; ``tool_use_result`` is an
+  object on success (``{"stdout", "stderr", ...}``) and a string on failure
+  (``"Error: Exit code 3\\noops"``); it is kept in ``details["tool_use_result"]``. Text in
+  a ``user`` line (``[Request interrupted by user]``) → ``user/message``.
+* ``result`` → ``turn/end``: status (``completed``; ``interrupted`` for
+  ``terminal_reason`` ``aborted_*``; ``failed`` for other errors), the turn's usage
+  (normalised once, cache included), ``total_cost_usd``, ``duration_ms``, errors.
+* ``system/api_retry`` → a retryable, non-fatal ``error``; ``system/permission_denied``
+  and rate-limit events that are not ``allowed`` → non-fatal ``error``;
+  ``system/task_started`` / ``task_notification`` → ``task/start`` / ``task/end``.
+  Events of a sub-agent (``parent_tool_use_id`` set) carry ``parent_id`` and their
+  messages are logged with surface ``hidden``: they are not the main model's history.
+* Everything else (``system/status``, ``thinking_tokens``, hook and state lines) is kept
+  as ``native/unknown`` — informational, never dropped.
+
+Turns and steps are synthesised: a turn opens with :meth:`ClaudeCodeAdapter.user_prompt`
+(the prompt given to ``query()`` / ``claude -p`` is not in the output stream) or with the
+first model activity; each API message is a step (its tool results included); ``result``
+ends the turn.
+
+What the runtime itself adds when it sends the history back (Claude Code 2.1.332,
+``requests/*.json`` of the captures) and is *not* in the log: ``<system-reminder>``
+text blocks before the prompt, a ``<system-reminder><total_tokens>…`` suffix on the last
+tool result's text, and ``cache_control`` on the last block. The oracle tests name them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import msgspec
+
+from adapters._base import Adapter, EventT, new_id
+from adapters._usage import anthropic_usage
+from adapters.anthropic._stream import AnthropicAdapter, assistant_parts
+from universal_event.events import (
+    AssistantMessageEvent,
+    ErrorEvent,
+    Event,
+    NativeUnknownEvent,
+    RequestHeaderEvent,
+    SessionStartEvent,
+    StepEndEvent,
+    StepStartEvent,
+    Surface,
+    TaskEndEvent,
+    TaskStartEvent,
+    ToolResultEvent,
+    ToolSpec,
+    TurnEndEvent,
+    TurnStartEvent,
+    TurnStatus,
+    UserMessageEvent,
+)
+from universal_event.parts import ImagePart, Provenance, ResultPart, TextPart, UserPart
+
+__all__ = ["ClaudeCodeAdapter", "ClaudeTranscriptAdapter", "sdk_message_to_line"]
+
+_raw_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
+
+SYNTHETIC_MODEL = "<synthetic>"
+"""The model name Claude Code puts on the error messages it makes up itself."""
+
+_HIDDEN = Surface(op="hidden")
+_INTERRUPTED_REASONS = frozenset({"aborted_streaming", "aborted_tools", "interrupted"})
+_RETRYABLE_CLI_ERRORS = frozenset({"server_error", "rate_limit", "overloaded", "unknown"})
+_TASK_STATUS: dict[str, TurnStatus] = {
+    "completed": "completed",
+    "failed": "failed",
+    "stopped": "cancelled",
+    "killed": "cancelled",
+}
+
+_BLOCK_TYPES = {
+    "TextBlock": "text",
+    "ThinkingBlock": "thinking",
+    "ToolUseBlock": "tool_use",
+    "ToolResultBlock": "tool_result",
+    "ServerToolUseBlock": "server_tool_use",
+    "ServerToolResultBlock": "server_tool_result",
+}
+"""claude_agent_sdk block dataclasses → the wire ``type`` (the SDK drops it)."""
+
+
+class _EmbeddedStream(AnthropicAdapter):
+    """The Anthropic normaliser for ``stream_event`` lines, tagged as Claude Code."""
+
+    runtime: ClassVar[str] = "claude-code"
+
+
+class _Pending:
+    """An API message being merged from several ``assistant`` lines."""
+
+    __slots__ = ("blocks", "id", "model", "parent_id", "stop_reason")
+
+    def __init__(self, message_id: str | None, model: str | None, parent_id: str | None) -> None:
+        self.id = message_id
+        self.model = model
+        self.parent_id = parent_id
+        self.blocks: list[dict[str, Any]] = []
+        self.stop_reason: str | None = None
+
+
+class ClaudeCodeAdapter(Adapter):
+    """Normalises Claude Code stream-json lines and claude_agent_sdk messages."""
+
+    runtime: ClassVar[str] = "claude-code"
+    _tool_result_key = "tool_use_result"
+
+    def __init__(self, *, session_id: str = "") -> None:
+        super().__init__(session_id=session_id)
+        self._buffer = bytearray()
+        self._stream = _EmbeddedStream(session_id=session_id, embedded=True)
+        self._pending: _Pending | None = None
+        self._turn_open = False
+        self._step_message: str | None = None
+        self._step_open = False
+        self._next_step = 0
+        self._streamed: set[str] = set()
+        self._native_sessions: set[str] = set()
+        self._header: dict[str, Any] | None = None
+        self._tool_names: dict[str, str] = {}
+        self._open_calls: set[str] = set()
+
+    # ------------------------------------------------------------------ public API
+
+    def feed(self, native: Any) -> list[Event]:
+        """Normalise JSON-lines bytes, a str line, a dict, or a claude_agent_sdk message."""
+        out: list[Event] = []
+        if isinstance(native, bytes | bytearray | memoryview):
+            self._feed_bytes(bytes(native), out)
+        elif isinstance(native, str):
+            self._feed_bytes(native.encode() + (b"" if "\n" in native else b"\n"), out)
+        elif isinstance(native, Mapping):
+            self._on_line(native, out)
+        elif dataclasses.is_dataclass(native) and not isinstance(native, type):
+            line = sdk_message_to_line(native)
+            if line is None:
+                out.append(self.unknown(type(native).__name__, repr(native), "unknown SDK type"))
+            else:
+                self._on_line(line, out)
+        else:
+            out.append(self.unknown(type(native).__name__, repr(native), "not a Claude message"))
+        return out
+
+    def close(self) -> list[Event]:
+        """Finish: a last line without newline, the pending message, an open turn."""
+        out: list[Event] = []
+        if self._buffer.strip():
+            self._feed_bytes(b"\n", out)
+        self._buffer.clear()
+        out.extend(self._stream.close())
+        self._flush(out)
+        if self._turn_open:
+            self._close_open_turn(out)
+        return out
+
+    def user_prompt(self, content: str | list[UserPart]) -> list[Event]:
+        """Append the prompt given to ``query()`` / ``claude -p`` (not in the output)."""
+        parts: list[UserPart] = [TextPart(text=content)] if isinstance(content, str) else content
+        out: list[Event] = []
+        self._flush(out)
+        self._ensure_turn(out)
+        out.append(self.make(UserMessageEvent, content=parts))
+        return out
+
+    def make(
+        self,
+        event_type: type[EventT],
+        *,
+        native_type: str | None = None,
+        native_id: str | None = None,
+        model: str | None = None,
+        **fields: Any,
+    ) -> EventT:
+        """Like :meth:`Adapter.make`; the step number only while a step is open."""
+        if not self._step_open:
+            fields.setdefault("step", None)
+        event = super().make(
+            event_type, native_type=native_type, native_id=native_id, model=model, **fields
+        )
+        if model is not None and "model" in event_type.__struct_fields__:
+            # ``model`` names the source's model in Adapter.make; events with a model
+            # field of their own (usage, session/start, request/header) get it too.
+            event = msgspec.structs.replace(event, model=model)
+        return event
+
+    def unknown(self, native_type: str | None, payload: Any, reason: str) -> NativeUnknownEvent:
+        """Keep an unrecognised native item; its type also in the event's own field.
+
+        (``Adapter.unknown`` fills only ``source.native_type``.)
+        """
+        event = super().unknown(native_type, payload, reason)
+        return msgspec.structs.replace(event, native_type=native_type)
+
+    # ------------------------------------------------------------------ lines
+
+    def _feed_bytes(self, chunk: bytes, out: list[Event]) -> None:
+        self._buffer += chunk
+        end = self._buffer.rfind(b"\n")
+        if end == -1:
+            return
+        complete = bytes(self._buffer[:end])
+        del self._buffer[: end + 1]
+        for raw in complete.split(b"\n"):
+            if not raw.strip():
+                continue
+            try:
+                line = _raw_decoder.decode(raw)
+            except msgspec.DecodeError as exc:
+                text = raw.decode("utf-8", "replace")
+                out.append(self.unknown(None, text, f"malformed JSON line: {exc}"))
+                continue
+            if isinstance(line, dict):
+                self._on_line(line, out)
+            else:
+                out.append(self.unknown(None, line, "JSON line is not an object"))
+
+    def _on_line(self, line: Mapping[str, Any], out: list[Event]) -> None:
+        kind = line.get("type")
+        try:
+            if kind == "stream_event":
+                self._stream_event(line, out)
+            elif kind == "assistant":
+                self._assistant(line, out)
+            elif kind == "user":
+                self._user(line, out)
+            elif kind == "system":
+                self._system(line, out)
+            elif kind == "result":
+                self._result(line, out)
+            elif kind == "rate_limit_event":
+                self._rate_limit(line, out)
+            else:
+                out.append(self.unknown(str(kind), dict(line), "not normalised"))
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            reason = f"malformed {kind!r} line: {type(exc).__name__}: {exc}"
+            out.append(self.unknown(str(kind), dict(line), reason))
+
+    def _system(self, line: Mapping[str, Any], out: list[Event]) -> None:
+        subtype = line.get("subtype")
+        native_type = f"system/{subtype}"
+        parent = line.get("parent_tool_use_id")
+        if subtype == "init":
+            self._init(line, out)
+        elif subtype == "api_retry":
+            if parent is None:
+                self._ensure_turn(out)
+            status, error = line.get("error_status"), line.get("error")
+            message = (
+                f"API request failed ({error}, HTTP {status}); retry {line.get('attempt')}"
+                f" of {line.get('max_retries')} in {line.get('retry_delay_ms')} ms"
+            )
+            out.append(
+                self.make(
+                    ErrorEvent,
+                    native_type=native_type,
+                    native_id=line.get("uuid"),
+                    message=message,
+                    code=str(error) if error is not None else None,
+                    retryable=True,
+                    fatal=False,
+                    http_status=status if isinstance(status, int) else None,
+                    native=dict(line),
+                    parent_id=parent,
+                )
+            )
+        elif subtype == "permission_denied":
+            out.append(
+                self.make(
+                    ErrorEvent,
+                    native_type=native_type,
+                    native_id=line.get("uuid"),
+                    message=str(line.get("message") or line.get("reason") or "permission denied"),
+                    code="permission_denied",
+                    fatal=False,
+                    native=dict(line),
+                    parent_id=parent,
+                )
+            )
+        elif subtype == "task_started":
+            out.append(
+                self.make(
+                    TaskStartEvent,
+                    native_type=native_type,
+                    task_id=str(line["task_id"]),
+                    description=line.get("description"),
+                    call_id=line.get("tool_use_id"),
+                    parent_id=parent,
+                )
+            )
+        elif subtype == "task_notification":
+            out.append(
+                self.make(
+                    TaskEndEvent,
+                    native_type=native_type,
+                    task_id=str(line["task_id"]),
+                    status=_TASK_STATUS.get(str(line.get("status")), "completed"),
+                    summary=line.get("summary"),
+                    parent_id=parent,
+                )
+            )
+        else:
+            out.append(self.unknown(native_type, dict(line), "informational; not normalised"))
+
+    def _init(self, line: Mapping[str, Any], out: list[Event]) -> None:
+        native_session = line.get("session_id")
+        model = line.get("model")
+        if native_session not in self._native_sessions:
+            self._native_sessions.add(str(native_session))
+            keep = ("permissionMode", "claude_code_version", "apiKeySource", "mcp_servers")
+            out.append(
+                self.make(
+                    SessionStartEvent,
+                    native_type="system/init",
+                    native_id=native_session,
+                    model=model,
+                    runtime=self.runtime,
+                    native_session_id=native_session,
+                    cwd=line.get("cwd"),
+                    metadata={key: line[key] for key in keep if key in line},
+                )
+            )
+        tool_names = [str(name) for name in line.get("tools") or []]
+        header = {
+            "model": model,
+            "tools": tool_names,
+            "cwd": line.get("cwd"),
+            "permission_mode": line.get("permissionMode"),
+        }
+        if header != self._header:
+            self._header = header
+            out.append(
+                self.make(
+                    RequestHeaderEvent,
+                    native_type="system/init",
+                    native_id=native_session,
+                    provider="anthropic",
+                    api="messages",
+                    model=model,
+                    # The init line names the tools only; their schemas are in the requests.
+                    tools=[ToolSpec(name=name) for name in tool_names],
+                    adapter_defaults={
+                        key: value
+                        for key, value in (
+                            ("cwd", header["cwd"]),
+                            ("permission_mode", header["permission_mode"]),
+                        )
+                        if value is not None
+                    },
+                )
+            )
+
+    def _rate_limit(self, line: Mapping[str, Any], out: list[Event]) -> None:
+        info = line.get("rate_limit_info") or {}
+        if info.get("status") in (None, "allowed"):
+            out.append(self.unknown("rate_limit_event", dict(line), "informational; allowed"))
+            return
+        out.append(
+            self.make(
+                ErrorEvent,
+                native_type="rate_limit_event",
+                native_id=line.get("uuid"),
+                message=f"rate limit {info.get('status')} ({info.get('rateLimitType')})",
+                code="rate_limit",
+                retryable=True,
+                fatal=False,
+                http_status=429,
+                native=dict(line),
+            )
+        )
+
+    def _stream_event(self, line: Mapping[str, Any], out: list[Event]) -> None:
+        event = line["event"]
+        parent = line.get("parent_tool_use_id")
+        if isinstance(event, Mapping) and event.get("type") == "message_start":
+            message_id = event["message"]["id"]
+            self._streamed.add(message_id)
+            if parent is None:
+                self._flush(out)
+                self._begin_step(message_id, out)
+        stream = self._stream
+        stream.session_id = self.session_id
+        stream.turn_id = self.turn_id
+        stream.step = self.step if self._step_open else None
+        stream.parent_id = parent
+        out.extend(stream.feed(event))
+
+    def _assistant(self, line: Mapping[str, Any], out: list[Event]) -> None:
+        message = line["message"]
+        parent = line.get("parent_tool_use_id")
+        if message.get("model") == SYNTHETIC_MODEL:
+            self._synthetic_error(line, out)
+            return
+        message_id = message.get("id")
+        pending = self._pending
+        if pending is not None and (pending.id != message_id or pending.parent_id != parent):
+            self._flush(out)
+            pending = None
+        if pending is None:
+            if parent is None:
+                self._begin_step(message_id, out)
+            pending = self._pending = _Pending(message_id, message.get("model"), parent)
+        for block in message.get("content") or []:
+            pending.blocks.append(dict(block))
+            if block.get("type") == "tool_use" and block.get("id"):
+                self._tool_names[block["id"]] = str(block.get("name"))
+                if parent is None:
+                    self._open_calls.add(block["id"])
+        pending.stop_reason = message.get("stop_reason") or pending.stop_reason
+
+    def _synthetic_error(self, line: Mapping[str, Any], out: list[Event]) -> None:
+        """Claude Code's own error message (``model: "<synthetic>"``): an error event."""
+        self._flush(out)
+        self._ensure_turn(out)
+        message = line["message"]
+        texts = [b.get("text", "") for b in message.get("content") or [] if b.get("type") == "text"]
+        code = line.get("error")
+        out.append(
+            self.make(
+                ErrorEvent,
+                native_type="assistant",
+                native_id=message.get("id"),
+                model=SYNTHETIC_MODEL,
+                message="\n".join(texts) or str(code or "error"),
+                code=str(code) if code is not None else None,
+                retryable=code in _RETRYABLE_CLI_ERRORS,
+                fatal=True,
+                native=dict(line),
+                parent_id=line.get("parent_tool_use_id"),
+            )
+        )
+
+    def _user(self, line: Mapping[str, Any], out: list[Event]) -> None:
+        self._flush(out)
+        parent = line.get("parent_tool_use_id")
+        content = line["message"]["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        results = [b for b in blocks if b.get("type") == "tool_result"]
+        others = [b for b in blocks if b.get("type") != "tool_result"]
+        if others:
+            self._user_content(line, others, out)
+        details_value = line.get(self._tool_result_key, line.get("toolUseResult"))
+        for block in results:
+            call_id = str(block["tool_use_id"])
+            self._open_calls.discard(call_id)
+            details = None
+            if len(results) == 1 and details_value is not None:
+                details = {"tool_use_result": details_value}
+            out.append(
+                self.make(
+                    ToolResultEvent,
+                    native_type="user",
+                    native_id=line.get("uuid"),
+                    call_id=call_id,
+                    name=self._tool_names.get(call_id),
+                    content=_result_parts(block.get("content")),
+                    is_error=bool(block.get("is_error")),
+                    details=details,
+                    parent_id=parent,
+                    surface=_HIDDEN if parent else None,
+                )
+            )
+
+    def _user_content(
+        self, line: Mapping[str, Any], blocks: list[dict[str, Any]], out: list[Event]
+    ) -> None:
+        parent = line.get("parent_tool_use_id")
+        if parent is None:
+            self._ensure_turn(out)
+        out.append(
+            self.make(
+                UserMessageEvent,
+                native_type="user",
+                native_id=line.get("uuid"),
+                content=_user_parts(blocks),
+                parent_id=parent,
+                surface=_HIDDEN if parent else None,
+            )
+        )
+
+    def _result(self, line: Mapping[str, Any], out: list[Event]) -> None:
+        self._flush(out)
+        self._ensure_turn(out)
+        self._end_step(out, "completed")
+        is_error = bool(line.get("is_error"))
+        status: TurnStatus = "completed"
+        if line.get("terminal_reason") in _INTERRUPTED_REASONS:
+            status = "interrupted"
+        elif is_error:
+            status = "failed"
+        errors = line.get("errors")
+        error = "; ".join(map(str, errors)) if errors else None
+        if is_error and error is None:
+            error = str(line.get("result") or line.get("subtype"))
+        usage = line.get("usage")
+        cost = line.get("total_cost_usd")
+        duration = line.get("duration_ms")
+        out.append(
+            self.make(
+                TurnEndEvent,
+                native_type=f"result/{line.get('subtype')}",
+                native_id=line.get("uuid"),
+                status=status,
+                usage=anthropic_usage(usage) if isinstance(usage, Mapping) else None,
+                cost_usd=float(cost) if isinstance(cost, int | float) else None,
+                duration_ms=duration if isinstance(duration, int) else None,
+                error=error,
+                stop_reason=line.get("stop_reason"),
+            )
+        )
+        self._turn_open = False
+        self._open_calls.clear()
+
+    # ------------------------------------------------------------------ turns, steps
+
+    def _ensure_turn(self, out: list[Event]) -> None:
+        if not self._turn_open:
+            self.turn_id = new_id()
+            self._turn_open = True
+            self._next_step = 0
+            self._step_open = False
+            self._step_message = None
+            out.append(self.make(TurnStartEvent))
+
+    def _begin_step(self, message_id: str | None, out: list[Event]) -> None:
+        """A new API message: end the previous step, start this one (once per message)."""
+        if self._step_open and self._step_message == message_id:
+            return
+        self._ensure_turn(out)
+        self._end_step(out, "completed")
+        self.step = self._next_step
+        self._next_step += 1
+        self._step_open = True
+        self._step_message = message_id
+        out.append(self.make(StepStartEvent, native_id=message_id))
+
+    def _end_step(self, out: list[Event], status: TurnStatus) -> None:
+        if not self._step_open:
+            return
+        stop_reason = None
+        if self._step_message is not None:
+            stop_reason = self._stream.finished.get(self._step_message, (None, ""))[0]
+        out.append(
+            self.make(
+                StepEndEvent, native_id=self._step_message, status=status, stop_reason=stop_reason
+            )
+        )
+        self._step_open = False
+        self.step = None
+
+    def _flush(self, out: list[Event]) -> None:
+        """Emit the merged assistant message, if one is pending."""
+        pending = self._pending
+        if pending is None:
+            return
+        self._pending = None
+        provenance = Provenance(provider="anthropic", api="messages", model=pending.model)
+        parts, unknown_blocks = assistant_parts(pending.blocks, provenance)
+        for block in unknown_blocks:
+            reason = "unknown content block type; kept out of the assistant message"
+            out.append(self.unknown(str(block.get("type")), block, reason))
+        finished = self._stream.finished.get(pending.id or "")
+        stop_reason = pending.stop_reason or (finished[0] if finished else None)
+        # With partial messages on, a message whose stream never reached message_stop
+        # (interrupted) is partial; without them the lines give no way to tell.
+        partial = pending.id in self._streamed and finished is None
+        out.append(
+            self.make(
+                AssistantMessageEvent,
+                native_type="assistant",
+                native_id=pending.id,
+                model=pending.model,
+                content=parts,
+                message_id=pending.id,
+                provenance=provenance,
+                stop_reason=stop_reason,
+                status="partial" if partial else "complete",
+                parent_id=pending.parent_id,
+                surface=_HIDDEN if pending.parent_id else None,
+            )
+        )
+
+    def _close_open_turn(self, out: list[Event]) -> None:
+        out.append(
+            self.make(
+                ErrorEvent,
+                message="stream ended without a result line",
+                code="stream_interrupted",
+                retryable=True,
+            )
+        )
+        self._end_step(out, "interrupted")
+        out.append(self.make(TurnEndEvent, status="interrupted", error="no result line"))
+        self._turn_open = False
+
+
+class ClaudeTranscriptAdapter(ClaudeCodeAdapter):
+    """Claude Code's session transcript (``~/.claude/projects/<project>/<session>.jsonl``).
+
+    The same ``user``/``assistant`` lines as stream-json (one assistant line per content
+    block, sharing ``message.id``), with ``toolUseResult`` instead of
+    ``tool_use_result``, no ``system/init`` and no ``result`` lines. A user line that is
+    not a tool result starts a new turn (``isMeta`` lines — a slash command's expanded
+    prompt — belong to the turn of the line before). The first line with a
+    ``sessionId`` gives ``session/start``; sub-agent lines (``isSidechain``) are logged
+    hidden. Other line kinds (``summary``, ``queue-operation``, ``attachment``,
+    ``file-history-snapshot``, ``system``) are kept as ``native/unknown``. At
+    :meth:`close` the last turn ends ``completed`` — or ``interrupted`` when a tool call
+    has no result.
+    """
+
+    runtime: ClassVar[str] = "claude-code-transcript"
+    _tool_result_key = "toolUseResult"
+
+    def _on_line(self, line: Mapping[str, Any], out: list[Event]) -> None:
+        native_session = line.get("sessionId")
+        if isinstance(native_session, str) and native_session not in self._native_sessions:
+            self._native_sessions.add(native_session)
+            out.append(
+                self.make(
+                    SessionStartEvent,
+                    native_type=str(line.get("type")),
+                    native_id=native_session,
+                    runtime=self.runtime,
+                    native_session_id=native_session,
+                    cwd=line.get("cwd"),
+                    metadata={"version": line["version"]} if "version" in line else {},
+                )
+            )
+        if line.get("isSidechain") and line.get("type") in ("user", "assistant"):
+            line = {**line, "parent_tool_use_id": line.get("parent_tool_use_id") or "sidechain"}
+        if line.get("type") in ("user", "assistant"):
+            super()._on_line(line, out)
+        else:
+            out.append(self.unknown(str(line.get("type")), dict(line), "transcript bookkeeping"))
+
+    def _user_content(
+        self, line: Mapping[str, Any], blocks: list[dict[str, Any]], out: list[Event]
+    ) -> None:
+        if not line.get("isMeta") and not line.get("parent_tool_use_id") and self._turn_open:
+            self._end_turn(out)
+        super()._user_content(line, blocks, out)
+
+    def _end_turn(self, out: list[Event]) -> None:
+        self._end_step(out, "completed")
+        status: TurnStatus = "interrupted" if self._open_calls else "completed"
+        error = "tool calls without a result" if self._open_calls else None
+        out.append(self.make(TurnEndEvent, status=status, error=error))
+        self._turn_open = False
+        self._open_calls.clear()
+
+    def _close_open_turn(self, out: list[Event]) -> None:
+        self._end_turn(out)
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _result_parts(content: Any) -> list[ResultPart]:
+    """A ``tool_result`` block's content (a string or text/image blocks) as parts."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [TextPart(text=content)]
+    parts: list[ResultPart] = []
+    for block in content:
+        parts.extend(_user_parts([block]))
+    return parts
+
+
+def _user_parts(blocks: list[dict[str, Any]]) -> list[UserPart]:
+    parts: list[UserPart] = []
+    for block in blocks:
+        kind = block.get("type")
+        cache = block.get("cache_control")
+        if kind == "text":
+            parts.append(TextPart(text=str(block.get("text", "")), cache_control=cache))
+        elif kind == "image":
+            source = block.get("source") or {}
+            parts.append(
+                ImagePart(
+                    data=source.get("data"),
+                    url=source.get("url"),
+                    media_type=source.get("media_type"),
+                    cache_control=cache,
+                )
+            )
+        else:
+            # A block type with no neutral part (document, search result): kept as JSON
+            # text so the content is not lost.
+            parts.append(TextPart(text=json.dumps(block, ensure_ascii=False)))
+    return parts
+
+
+def _block_dict(block: Any) -> dict[str, Any]:
+    if isinstance(block, Mapping):
+        return dict(block)
+    data = dataclasses.asdict(block)
+    data.setdefault("type", _BLOCK_TYPES.get(type(block).__name__, type(block).__name__))
+    return {key: value for key, value in data.items() if value is not None or key == "content"}
+
+
+def sdk_message_to_line(message: Any) -> dict[str, Any] | None:
+    """A claude_agent_sdk message object as the stream-json line it was parsed from.
+
+    The SDK drops the block ``type`` (restored from the class) and a few CLI fields; what
+    the adapter reads survives. ``None`` for a type this version does not know.
+    """
+    name = type(message).__name__
+    if name == "AssistantMessage":
+        return {
+            "type": "assistant",
+            "message": {
+                "id": message.message_id,
+                "model": message.model,
+                "content": [_block_dict(b) for b in message.content],
+                "usage": message.usage,
+                "stop_reason": message.stop_reason,
+            },
+            "parent_tool_use_id": message.parent_tool_use_id,
+            "error": message.error,
+            "session_id": message.session_id,
+            "uuid": message.uuid,
+        }
+    if name == "UserMessage":
+        content = message.content
+        return {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": content
+                if isinstance(content, str)
+                else [_block_dict(b) for b in content],
+            },
+            "parent_tool_use_id": message.parent_tool_use_id,
+            "tool_use_result": message.tool_use_result,
+            "uuid": message.uuid,
+        }
+    if name == "StreamEvent":
+        return {
+            "type": "stream_event",
+            "event": message.event,
+            "parent_tool_use_id": message.parent_tool_use_id,
+            "session_id": message.session_id,
+            "uuid": message.uuid,
+        }
+    if name == "ResultMessage":
+        return {"type": "result", **dataclasses.asdict(message)}
+    if name == "RateLimitEvent":
+        return {"type": "rate_limit_event", **dataclasses.asdict(message)}
+    data = getattr(message, "data", None)
+    if isinstance(data, Mapping):  # SystemMessage and its task subclasses
+        return {"type": "system", "subtype": getattr(message, "subtype", None), **data}
+    return None

@@ -1,0 +1,56 @@
+"""Codex → Universal Events: the live streams and Codex's own session files.
+
+* :class:`CodexAdapter` (``--from codex``) reads ``codex exec --json`` lines and the
+  app-server v2 notifications (raw lines or the ``openai_codex`` SDK's typed
+  notifications), told apart line by line. See :mod:`adapters.codex._exec` and
+  :mod:`adapters.codex._app_server` for what each native event becomes, and
+  :mod:`adapters.codex._core` for how a response's items become one message and how
+  items re-emitted after a retry are recognised.
+* :class:`CodexRolloutAdapter` (``--from codex-rollout``) imports a rollout file, whose
+  response items are the exact history Codex sends to the model
+  (:mod:`adapters.codex._rollout`).
+* :func:`tap` wraps the SDK's turn stream (``TurnHandle.stream()``).
+
+Which source has what the next model request needs (checked against the captures'
+``requests/*.json``):
+
+======================================  ==========  ===========  ========
+                                        exec json   app-server   rollout
+======================================  ==========  ===========  ========
+reasoning summary / message text        yes         yes          yes
+``rs_`` / ``msg_`` ids                  no          yes          yes
+reasoning ``encrypted_content``         no          raw events   yes
+function call name + JSON arguments     no          raw events   yes
+``call_id`` pairing call and output     no (local)  yes          yes
+tool output as sent to the model        no (raw)    no (raw)     yes
+the prompt                              no          yes          yes
+======================================  ==========  ===========  ========
+
+"raw events": only with the app-server's ``rawResponseItem/completed`` notifications.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
+
+from adapters._tap import EventLog
+from adapters._tap import tap as _tap
+from adapters.codex._core import codex_usage
+from adapters.codex._live import CodexAdapter, notification_to_line
+from adapters.codex._rollout import CodexRolloutAdapter
+
+__all__ = ["CodexAdapter", "CodexRolloutAdapter", "codex_usage", "notification_to_line", "tap"]
+
+T = TypeVar("T")
+
+
+def tap(stream: Iterable[T], log: EventLog, *, adapter: CodexAdapter | None = None) -> Iterator[T]:
+    """Iterate an ``openai_codex`` turn stream unchanged while its events go to ``log``.
+
+    ``for notification in tap(handle.stream(), log): ...`` — each ``Notification`` is
+    normalised and logged (checkpointed when a turn ends or a tool call is logged) before
+    the caller sees it; a stream cut short closes the turn as interrupted. Pass the
+    thread's adapter to keep its model and state across turns.
+    """
+    return _tap(stream, adapter if adapter is not None else CodexAdapter(), log)

@@ -1,0 +1,446 @@
+"""app-server v2 notifications → events (facts: tests/fixtures/captured/codex/app_server).
+
+Lines are JSON-RPC-like **without** a ``jsonrpc`` field: ``{"method", "params",
+"emittedAtMs"}`` on the wire (``wire/server_to_client.jsonl``); the capture harness's
+``notifications.jsonl`` has ``payload`` instead of ``params`` — both are read. The
+``openai_codex`` SDK yields ``Notification(method, payload)`` with a pydantic payload.
+
+Item ids here are the **model server's**: reasoning ``rs_…``, agent message ``msg_…``, and
+a command's id is the function call's ``call_…``. They are kept (``ThinkingPart.id``,
+``TextPart.item_id``, ``ToolCallPart.id`` / ``tool/result`` ``call_id``): a Responses
+request replaying the history needs them.
+
+==================================  ==========================================================
+``thread/started``                  ``session/start`` (thread id, model, cwd); sets the model
+``turn/started``                    ``turn/start`` with Codex's turn id
+``item/started`` / ``completed``    userMessage → ``user/message`` (at completion);
+                                    reasoning / agentMessage → parts of the message;
+                                    commandExecution / fileChange / mcpToolCall /
+                                    dynamicToolCall → ``tool/call`` … ``tool/result``;
+                                    webSearch → a server-tool part
+``item/agentMessage/delta``         ``assistant/chunk`` text
+``item/reasoning/summaryTextDelta`` ``assistant/chunk`` summary (index = summaryIndex)
+``item/reasoning/textDelta``        ``assistant/chunk`` thinking (index = contentIndex)
+``item/commandExecution/outputDelta`` ``tool/output``; the **first chunk of output may be
+                                    missing** from the deltas (xs02: ``tick 1`` never came as a
+                                    delta) — the ``tool/result`` takes ``aggregatedOutput``,
+                                    which is complete
+``item/fileChange/outputDelta``     ``tool/output``
+``turn/plan/updated``               ``plan/update``
+``thread/tokenUsage/updated``       ``usage`` of one request (``last``); the turn's
+                                    ``turn/end`` usage is their sum (``scope="turn"``)
+``rawResponseItem/completed``       the raw Responses item (when raw events are on): fills
+                                    in the function call (``exec_command``, arguments, ``fc_``
+                                    id) and ``encrypted_content`` the other items lack
+``error``                           ``error``: ``retryable``/not ``fatal`` when ``willRetry``;
+                                    ``code`` from ``codexErrorInfo``
+``turn/completed``                  ``turn/end`` completed / failed / interrupted; an agent
+                                    message still streaming is kept, ``status="partial"``,
+                                    ``stop_reason="interrupted"``
+anything else                       ``native/unknown`` (thread status, rate limits, …)
+==================================  ==========================================================
+
+Without raw events the stream lacks, compared with the next request: the function call
+itself (only the command is shown, under the call's id), ``encrypted_content``, and the
+tool output as Codex formats it for the model. The rollout file has all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from adapters.codex._core import CodexCore, OpenItem, codex_usage, text_content
+from adapters.codex._exec import mcp_content
+from universal_event.events import (
+    ErrorEvent,
+    Event,
+    FileChange,
+    FileChangeEvent,
+    PlanItem,
+    PlanUpdateEvent,
+    SessionStartEvent,
+    ToolOutputEvent,
+    TurnStatus,
+    UsageEvent,
+    UserMessageEvent,
+)
+from universal_event.parts import (
+    ImagePart,
+    ServerToolCallPart,
+    TextPart,
+    ThinkingPart,
+    UserPart,
+)
+
+__all__ = ["AppServerLines"]
+
+_TURN_STATUS: dict[str, TurnStatus] = {
+    "completed": "completed",
+    "failed": "failed",
+    "interrupted": "interrupted",
+}
+_PLAN_STATUS = {"pending": "pending", "inProgress": "in_progress", "completed": "completed"}
+_FILE_STATUS = {"inProgress": "in_progress", "completed": "completed", "failed": "failed"}
+_TOOL_KINDS = {
+    "commandExecution": "command",
+    "fileChange": "file_change",
+    "mcpToolCall": "mcp",
+    "dynamicToolCall": "function",
+}
+
+
+class AppServerLines(CodexCore):
+    """The app-server half of :class:`~adapters.codex.CodexAdapter`."""
+
+    def _app_line(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
+        handler = _HANDLERS.get(method)
+        if handler is None:
+            out.append(self.unknown(method, dict(params), "app-server notification not modelled"))
+            return
+        handler(self, method, params, out)
+
+    # ------------------------------------------------------------ thread and turn
+
+    def _thread_started(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
+        thread = params.get("thread") or {}
+        if thread.get("model"):
+            self.model = str(thread["model"])
+        out.append(
+            self.make(
+                SessionStartEvent,
+                native_type=method,
+                native_id=thread.get("id"),
+                runtime=self.runtime,
+                native_session_id=thread.get("id"),
+                model=self.model,
+                cwd=thread.get("cwd"),
+            )
+        )
+
+    def _turn_started(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
+        turn = params.get("turn") or {}
+        self._start_turn(out, turn.get("id"), method)
+
+    def _turn_completed(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
+        turn = params.get("turn") or {}
+        status = _TURN_STATUS.get(str(turn.get("status")), "failed")
+        error = turn.get("error")
+        message = error.get("message") if isinstance(error, Mapping) else None
+        self._end_turn(
+            out,
+            status,
+            method,
+            error=str(message) if message else None,
+            duration_ms=turn.get("durationMs"),
+        )
+
+    def _token_usage(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
+        token_usage = params.get("tokenUsage") or {}
+        last = token_usage.get("last")
+        if not isinstance(last, Mapping):
+            out.append(self.unknown(method, dict(params), "token usage without 'last'"))
+            return
+        usage = codex_usage(last, "request")
+        self._add_request_usage(usage)
+        # Sent after each model request completes: the response is over.
+        self._flush(out, method)
+        out.append(self.make(UsageEvent, native_type=method, usage=usage, model=self.model))
+
+    def _error(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
+        error = params.get("error") or {}
+        will_retry = bool(params.get("willRetry"))
+        if will_retry:
+            self._retry()
+        info = error.get("codexErrorInfo")
+        code: str | None = None
+        http_status: int | None = None
+        if isinstance(info, str):
+            code = info
+        elif isinstance(info, Mapping) and info:
+            code = str(next(iter(info)))
+            detail = info[code]
+            if isinstance(detail, Mapping) and isinstance(detail.get("httpStatusCode"), int):
+                http_status = detail["httpStatusCode"]
+        message = str(error.get("message") or "")
+        if error.get("additionalDetails"):
+            message = f"{message} ({error['additionalDetails']})"
+        out.append(
+            self.make(
+                ErrorEvent,
+                native_type=method,
+                message=message,
+                code=code,
+                retryable=will_retry,
+                fatal=not will_retry,
+                http_status=http_status,
+                native=dict(error),
+            )
+        )
+
+    def _plan_updated(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
+        steps = params.get("plan") or []
+        out.append(
+            self.make(
+                PlanUpdateEvent,
+                native_type=method,
+                plan_id=params.get("turnId"),
+                items=[
+                    PlanItem(
+                        text=str(step.get("step") or ""),
+                        status=_PLAN_STATUS.get(str(step.get("status")), "pending"),  # type: ignore[arg-type]
+                    )
+                    for step in steps
+                    if isinstance(step, Mapping)
+                ],
+            )
+        )
+
+    def _raw_item(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
+        item = params.get("item")
+        if not isinstance(item, Mapping):
+            out.append(self.unknown(method, dict(params), "raw item event without an item"))
+            return
+        key = item.get("call_id") if item.get("type") == "function_call" else item.get("id")
+        if key:
+            self._raw_items[str(key)] = item
+
+    # ------------------------------------------------------------ deltas
+
+    def _message_delta(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
+        item_id = str(params.get("itemId") or "")
+        delta = str(params.get("delta") or "")
+        self._open(item_id, "text").text.append(delta)
+        self._chunk(out, method, item_id, "text", delta)
+
+    def _summary_delta(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
+        item_id = str(params.get("itemId") or "")
+        index = params.get("summaryIndex") or 0
+        delta = str(params.get("delta") or "")
+        _slot(self._open(item_id, "thinking").summary, index).append(delta)
+        self._chunk(out, method, item_id, "summary", delta, index)
+
+    def _reasoning_delta(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
+        item_id = str(params.get("itemId") or "")
+        index = params.get("contentIndex") or 0
+        delta = str(params.get("delta") or "")
+        _slot(self._open(item_id, "thinking").content, index).append(delta)
+        self._chunk(out, method, item_id, "thinking", delta, index)
+
+    def _summary_part(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
+        # Structure only: the part's text follows as summaryTextDelta.
+        _slot(self._open(str(params.get("itemId") or ""), "thinking").summary, 0)
+
+    def _output_delta(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
+        item_id = str(params.get("itemId") or "")
+        out.append(
+            self.make(
+                ToolOutputEvent,
+                native_type=method,
+                native_id=item_id,
+                call_id=item_id,
+                delta=str(params.get("delta") or ""),
+            )
+        )
+
+    def _open(self, item_id: str, kind: Any) -> OpenItem:
+        item = self._open_items.get(item_id)
+        if item is None:
+            item = self._open_items[item_id] = OpenItem(kind, item_id)
+        return item
+
+    # ------------------------------------------------------------ items
+
+    def _item_started(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
+        item = params.get("item") or {}
+        item_type = item.get("type")
+        item_id = str(item.get("id") or "")
+        self._ensure_turn(out, method)
+        if item_type == "agentMessage":
+            self._open(item_id, "text").phase = item.get("phase")
+        elif item_type == "reasoning":
+            self._open(item_id, "thinking")
+        elif item_type in _TOOL_KINDS:
+            self._app_tool_call(method, item_type, item_id, item, out)
+        elif item_type not in ("userMessage", "webSearch"):
+            out.append(self.unknown(f"{method}:{item_type}", dict(item), "item type not modelled"))
+
+    def _item_completed(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
+        item = params.get("item") or {}
+        item_type = item.get("type")
+        item_id = str(item.get("id") or "")
+        self._ensure_turn(out, method)
+        if item_type == "agentMessage":
+            self._open_items.pop(item_id, None)
+            text = str(item.get("text") or "")
+            self._add_part(
+                TextPart(text=text, item_id=item_id or None, phase=item.get("phase")),
+                ("text", text),
+            )
+        elif item_type == "reasoning":
+            self._open_items.pop(item_id, None)
+            summary = [str(s) for s in item.get("summary") or []]
+            content = "".join(str(s) for s in item.get("content") or [])
+            part = ThinkingPart(
+                text=content, summary=summary, id=item_id or None, provenance=self.provenance()
+            )
+            self._add_part(part, ("thinking", "\n".join(summary) + content))
+        elif item_type == "userMessage":
+            self._flush(out, method)
+            out.append(
+                self.make(
+                    UserMessageEvent,
+                    native_type=method,
+                    native_id=item_id,
+                    content=_user_parts(item.get("content")),
+                )
+            )
+        elif item_type in _TOOL_KINDS:
+            self._app_tool_call(method, item_type, item_id, item, out)
+            self._app_tool_result(method, item_type, item_id, item, out)
+        elif item_type == "webSearch":
+            self._add_part(
+                ServerToolCallPart(
+                    id=item_id,
+                    name="web_search",
+                    input={"query": item.get("query"), "action": item.get("action")},
+                    native=dict(item),
+                    provenance=self.provenance(),
+                ),
+                None,
+            )
+        else:
+            out.append(self.unknown(f"{method}:{item_type}", dict(item), "item type not modelled"))
+
+    def _app_tool_call(
+        self, method: str, item_type: str, item_id: str, item: Mapping[str, Any], out: list[Event]
+    ) -> None:
+        if item_type == "commandExecution":
+            name, arguments = "command_execution", {"command": item.get("command")}
+        elif item_type == "fileChange":
+            name, arguments = "apply_patch", None
+        else:
+            name, arguments = str(item.get("tool") or ""), item.get("arguments")
+        self._tool_call(out, method, item_id, name, arguments, _TOOL_KINDS[item_type])
+
+    def _app_tool_result(
+        self, method: str, item_type: str, item_id: str, item: Mapping[str, Any], out: list[Event]
+    ) -> None:
+        status = item.get("status")
+        failed = status in ("failed", "declined")
+        if item_type == "commandExecution":
+            exit_code = item.get("exitCode")
+            self._tool_result(
+                out,
+                method,
+                item_id,
+                # aggregatedOutput, not the deltas: the first chunk may never come as one.
+                text_content(item.get("aggregatedOutput")),
+                is_error=failed or exit_code not in (None, 0),
+                exit_code=exit_code if isinstance(exit_code, int) else None,
+                details={
+                    "status": status,
+                    "command": item.get("command"),
+                    "cwd": item.get("cwd"),
+                    "duration_ms": item.get("durationMs"),
+                },
+            )
+        elif item_type == "fileChange":
+            changes = [_file_change(c) for c in item.get("changes") or [] if isinstance(c, Mapping)]
+            out.append(
+                self.make(
+                    FileChangeEvent,
+                    native_type=method,
+                    native_id=item_id,
+                    changes=changes,
+                    call_id=item_id,
+                    status=_FILE_STATUS.get(str(status), "declined"),
+                )
+            )
+            summary = "\n".join(f"{change.kind} {change.path}" for change in changes)
+            self._tool_result(
+                out,
+                method,
+                item_id,
+                text_content(summary),
+                is_error=failed,
+                details={"status": status},
+            )
+        else:
+            result = item.get("result")
+            error = item.get("error")
+            if item_type == "mcpToolCall":
+                blocks = result.get("content") if isinstance(result, Mapping) else None
+            else:
+                blocks = [
+                    {"type": "text", "text": c.get("text")}
+                    if isinstance(c, Mapping) and c.get("type") == "inputText"
+                    else c
+                    for c in item.get("contentItems") or []
+                ]
+            content = mcp_content(blocks)
+            if isinstance(error, Mapping) and error.get("message") and not content:
+                content = text_content(str(error["message"]))
+            self._tool_result(
+                out,
+                method,
+                item_id,
+                content,
+                is_error=failed or isinstance(error, Mapping) or item.get("success") is False,
+                details={"server": item.get("server"), "status": status},
+            )
+
+
+def _slot(slots: list[list[str]], index: Any) -> list[str]:
+    index = index if isinstance(index, int) and index >= 0 else 0
+    while len(slots) <= index:
+        slots.append([])
+    return slots[index]
+
+
+def _file_change(change: Mapping[str, Any]) -> FileChange:
+    kind = change.get("kind")
+    kind_type = kind.get("type") if isinstance(kind, Mapping) else kind
+    return FileChange(
+        path=str(change.get("path") or ""),
+        kind=kind_type if kind_type in ("add", "delete", "update") else "update",
+        diff=change.get("diff"),
+    )
+
+
+def _user_parts(content: Any) -> list[UserPart]:
+    """app-server user input (``text``, ``image`` url, ``localImage`` path) as parts."""
+    parts: list[UserPart] = []
+    for entry in content or []:
+        if not isinstance(entry, Mapping):
+            continue
+        kind = entry.get("type")
+        if kind == "text":
+            parts.append(TextPart(text=str(entry.get("text") or "")))
+        elif kind == "image":
+            parts.append(ImagePart(url=entry.get("url")))
+        elif kind == "localImage":
+            parts.append(ImagePart(url=f"file://{entry.get('path')}"))
+        else:
+            parts.append(TextPart(text=str(entry)))
+    return parts
+
+
+_HANDLERS = {
+    "thread/started": AppServerLines._thread_started,
+    "turn/started": AppServerLines._turn_started,
+    "turn/completed": AppServerLines._turn_completed,
+    "turn/plan/updated": AppServerLines._plan_updated,
+    "thread/tokenUsage/updated": AppServerLines._token_usage,
+    "error": AppServerLines._error,
+    "item/started": AppServerLines._item_started,
+    "item/completed": AppServerLines._item_completed,
+    "item/agentMessage/delta": AppServerLines._message_delta,
+    "item/reasoning/summaryTextDelta": AppServerLines._summary_delta,
+    "item/reasoning/summaryPartAdded": AppServerLines._summary_part,
+    "item/reasoning/textDelta": AppServerLines._reasoning_delta,
+    "item/commandExecution/outputDelta": AppServerLines._output_delta,
+    "item/fileChange/outputDelta": AppServerLines._output_delta,
+    "rawResponseItem/completed": AppServerLines._raw_item,
+}
+"""Notification method → handler."""

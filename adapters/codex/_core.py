@@ -1,0 +1,439 @@
+"""What the live Codex dialects share: JSON-lines input, the message being built, tools, turns.
+
+Both live dialects (``codex exec --json`` and the app-server v2 notifications) report a
+model response as separate *items* (reasoning, agent message, command, ...), never as
+one message. :class:`CodexCore` gathers the parts of one model response and emits them
+as **one** ``assistant/message`` (Provenance ``openai``/``responses``/model) when the
+response is over: at the first tool result that follows it (the model has finished
+asking; parallel calls started before it land in the same message), at a per-request
+usage report (app-server ``thread/tokenUsage/updated``), or at the turn's end. Each
+item is also logged as it arrives (``assistant/chunk``) so a UI sees it at once.
+
+Retries. When Codex retries a model request (exec: a top-level ``error`` line
+``Reconnecting... 1/1 (...)``; app-server: ``error`` with ``willRetry: true``) the
+request is sent again with the same input, and the items the failed attempt had
+already completed are emitted **again, under new item ids** (RECIPE.md, run
+x_err_no_completed). They are recognised by position and content: after a retry, the
+n-th reasoning / agent-message item equal in kind and text to the n-th one of the failed
+attempt is a re-emission. It is not logged again (no second chunk) and not kept twice
+in the message; the retry's copy replaces the first one (its ids are what later requests
+carry). The first item that differs ends the matching; the failed attempt's items that
+were never re-emitted are dropped from the message when the response completes (they
+were not part of the answer the model gave), kept (as ``partial``) when the turn fails.
+Items that never completed before the failure (app-server: an agent message cut
+mid-stream) are abandoned: the retry starts a new item.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from itertools import count
+from typing import Any, ClassVar, Literal
+
+import msgspec
+
+from adapters._base import Adapter, EventT
+from universal_event.events import (
+    AssistantChunkEvent,
+    AssistantMessageEvent,
+    Event,
+    Source,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    TurnStatus,
+    Usage,
+)
+from universal_event.parts import (
+    AssistantPart,
+    Provenance,
+    ResultPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+)
+
+__all__ = ["CodexCore", "OpenItem", "codex_usage", "decoder", "text_content"]
+
+decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
+"""One JSON decoder for every Codex line (built once: msgspec perf tips)."""
+
+_ID_PREFIX = os.urandom(6).hex()
+_id_counter = count()
+
+
+def _fast_id() -> str:
+    """A unique event id: a per-process random prefix and a counter.
+
+    ``uuid4().hex`` costs more than the rest of normalising a delta line; this is as
+    unique (48 random bits per process, never repeating within it).
+    """
+    return f"{_ID_PREFIX}{next(_id_counter):010x}"
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def codex_usage(native: Mapping[str, Any], scope: Literal["request", "turn"]) -> Usage:
+    """Codex token usage (``snake_case`` in exec/rollout, ``camelCase`` in app-server).
+
+    Codex copies the Responses figures: ``input_tokens`` already includes
+    ``cached_input_tokens`` (OpenAI counts cache inside the input), so nothing is added.
+    """
+    get = native.get
+    return Usage(
+        input_tokens=_int(get("input_tokens", get("inputTokens"))),
+        cache_read_tokens=_int(get("cached_input_tokens", get("cachedInputTokens"))),
+        cache_write_tokens=_int(get("cache_write_input_tokens", get("cacheWriteInputTokens"))),
+        output_tokens=_int(get("output_tokens", get("outputTokens"))),
+        reasoning_tokens=_int(get("reasoning_output_tokens", get("reasoningOutputTokens"))),
+        native=dict(native),
+        scope=scope,
+    )
+
+
+class OpenItem:
+    """A streamed item (app-server) not completed yet: what its deltas have given."""
+
+    __slots__ = ("content", "item_id", "kind", "phase", "summary", "text")
+
+    def __init__(self, kind: Literal["text", "thinking"], item_id: str) -> None:
+        self.kind = kind
+        self.item_id = item_id
+        self.text: list[str] = []
+        self.summary: list[list[str]] = []
+        self.content: list[list[str]] = []
+        self.phase: str | None = None
+
+    def part(self, provenance: Provenance) -> AssistantPart:
+        """What arrived so far, as a part (a message cut mid-stream keeps it)."""
+        if self.kind == "text":
+            return TextPart(text="".join(self.text), item_id=self.item_id, phase=self.phase)
+        return ThinkingPart(
+            text="".join("".join(chunks) for chunks in self.content),
+            summary=["".join(chunks) for chunks in self.summary],
+            id=self.item_id,
+            provenance=provenance,
+        )
+
+
+class CodexCore(Adapter):
+    """State and helpers shared by the exec, app-server and rollout normalisers."""
+
+    runtime: ClassVar[str] = "codex"
+
+    def __init__(self, *, session_id: str = "", model: str | None = None) -> None:
+        super().__init__(session_id=session_id)
+        self.model = model
+        """The model, for provenance: given here (``codex exec --json`` never says it)
+        or learnt from the stream (app-server ``thread/started``, rollout
+        ``turn_context``)."""
+        self._buffer = bytearray()
+        self._turn_open = False
+        self._turn_usage: Usage | None = None
+        self._parts: list[AssistantPart] = []
+        self._keys: list[tuple[str, str] | None] = []
+        self._replay: list[int] = []
+        self._replay_at = 0
+        self._open_items: dict[str, OpenItem] = {}
+        self._open_calls: dict[str, str] = {}
+        self._output_seen: dict[str, int] = {}
+        self._raw_items: dict[str, Mapping[str, Any]] = {}
+        self._sources: dict[str | None, Source] = {}
+
+    # ------------------------------------------------------------ envelope
+
+    def make(
+        self,
+        event_type: type[EventT],
+        *,
+        native_type: str | None = None,
+        native_id: str | None = None,
+        model: str | None = None,
+        **fields: Any,
+    ) -> EventT:
+        """:meth:`Adapter.make` with a cheaper id and the adapter's model in ``source``."""
+        fields.setdefault("turn_id", self.turn_id)
+        if native_id is None and model is None:
+            source = self._sources.get(native_type)
+            if source is None or source.model != self.model:
+                source = Source(runtime=self.runtime, native_type=native_type, model=self.model)
+                self._sources[native_type] = source
+        else:
+            source = Source(
+                runtime=self.runtime,
+                native_type=native_type,
+                native_id=native_id,
+                model=model or self.model,
+            )
+        return event_type(
+            id=_fast_id(), session_id=self.session_id, ts=time.time(), source=source, **fields
+        )
+
+    def provenance(self) -> Provenance:
+        """Codex talks to the Responses API: ``openai``/``responses``/model."""
+        return Provenance(provider="openai", api="responses", model=self.model)
+
+    # ------------------------------------------------------------ JSON lines
+
+    def _lines(self, chunk: bytes) -> list[bytes]:
+        """Complete lines of ``chunk`` (a line cut at the chunk's end waits for the rest)."""
+        self._buffer += chunk
+        end = self._buffer.rfind(b"\n")
+        if end == -1:
+            return []
+        complete = bytes(self._buffer[:end])
+        del self._buffer[: end + 1]
+        return [line for line in complete.split(b"\n") if line.strip()]
+
+    def _decode(
+        self, raw: bytes, out: list[Event], problem: str = "malformed JSON line"
+    ) -> dict[str, Any] | None:
+        """One JSON line as an object; anything else is kept as ``native/unknown``."""
+        try:
+            line = decoder.decode(raw)
+        except msgspec.DecodeError as exc:
+            text = raw.decode("utf-8", "replace")
+            out.append(self.unknown(None, text, f"{problem}: {exc}"))
+            return None
+        if not isinstance(line, dict):
+            out.append(self.unknown(None, line, "JSON line is not an object"))
+            return None
+        return line
+
+    def _rest_of_buffer(self) -> list[bytes]:
+        """At close: a last line without its newline (complete JSON or a truncated one)."""
+        rest = bytes(self._buffer).strip()
+        self._buffer.clear()
+        return [rest] if rest else []
+
+    # ------------------------------------------------------------ turns
+
+    def _start_turn(self, out: list[Event], turn_id: str | None, native_type: str) -> None:
+        if self._turn_open:
+            self._end_turn(out, "interrupted", native_type, error="a new turn started")
+        self.turn_id = turn_id or f"turn_{_fast_id()}"
+        self._turn_open = True
+        self._turn_usage = None
+        out.append(self.make(TurnStartEvent, native_type=native_type))
+
+    def _ensure_turn(self, out: list[Event], native_type: str) -> None:
+        """Items before any turn start (a stream joined late): open a turn for them."""
+        if not self._turn_open:
+            self._start_turn(out, None, native_type)
+
+    def _add_request_usage(self, usage: Usage) -> None:
+        total = usage if self._turn_usage is None else self._turn_usage + usage
+        self._turn_usage = msgspec.structs.replace(total, scope="turn", native=None)
+
+    def _end_turn(
+        self,
+        out: list[Event],
+        status: TurnStatus,
+        native_type: str,
+        *,
+        usage: Usage | None = None,
+        error: str | None = None,
+        duration_ms: int | None = None,
+    ) -> None:
+        """Flush the message (``partial`` unless completed) and write ``turn/end``."""
+        if status == "completed":
+            self._flush(out, native_type)
+        else:
+            self._flush(out, native_type, status="partial", stop_reason=status)
+        out.append(
+            self.make(
+                TurnEndEvent,
+                native_type=native_type,
+                status=status,
+                usage=usage if usage is not None else self._turn_usage,
+                error=error,
+                duration_ms=duration_ms,
+            )
+        )
+        self._turn_open = False
+        self._turn_usage = None
+        self._replay = []
+        self._open_items.clear()
+
+    # ------------------------------------------------------------ the message
+
+    def _add_part(self, part: AssistantPart, key: tuple[str, str] | None) -> bool:
+        """Add a completed item's part; True when it re-emits a failed attempt's item."""
+        if self._replay:
+            if self._replay_at < len(self._replay) and key is not None:
+                index = self._replay[self._replay_at]
+                if self._keys[index] == key:
+                    self._parts[index] = part
+                    self._replay_at += 1
+                    if self._replay_at == len(self._replay):
+                        self._replay = []
+                    return True
+            self._drop_unreplayed()
+        self._parts.append(part)
+        self._keys.append(key)
+        return False
+
+    def _drop_unreplayed(self) -> None:
+        """The retry's output differs: forget the failed attempt's items it did not repeat."""
+        gone = set(self._replay[self._replay_at :])
+        self._parts = [p for i, p in enumerate(self._parts) if i not in gone]
+        self._keys = [k for i, k in enumerate(self._keys) if i not in gone]
+        self._replay = []
+
+    def _retry(self) -> None:
+        """Codex will send the request again: the next items may re-emit these."""
+        self._replay = [i for i, key in enumerate(self._keys) if key is not None]
+        self._replay_at = 0
+        self._open_items.clear()
+
+    def _flush(
+        self,
+        out: list[Event],
+        native_type: str,
+        *,
+        status: Literal["complete", "partial"] = "complete",
+        stop_reason: str | None = None,
+    ) -> None:
+        """Emit the gathered parts as one ``assistant/message`` (nothing when empty)."""
+        if status == "complete" and self._replay:
+            self._drop_unreplayed()
+        if status == "partial":
+            provenance = self.provenance()
+            for item in self._open_items.values():
+                self._parts.append(item.part(provenance))
+            self._open_items.clear()
+        if not self._parts:
+            return
+        parts = [self._with_raw(part) for part in self._parts]
+        message_id = next((p.item_id for p in parts if isinstance(p, TextPart) and p.item_id), None)
+        out.append(
+            self.make(
+                AssistantMessageEvent,
+                native_type=native_type,
+                content=parts,
+                message_id=message_id,
+                provenance=self.provenance(),
+                status=status,
+                stop_reason=stop_reason,
+            )
+        )
+        self._parts = []
+        self._keys = []
+        self._replay = []
+
+    def _with_raw(self, part: AssistantPart) -> AssistantPart:
+        """Fill in what only the raw Responses item has (app-server raw item events)."""
+        if not self._raw_items:
+            return part
+        if isinstance(part, ToolCallPart):
+            raw = self._raw_items.get(part.id)
+            if raw is not None and raw.get("type") == "function_call":
+                from adapters.openai_responses._items import parse_arguments
+
+                arguments, arguments_raw = parse_arguments(str(raw.get("arguments") or ""))
+                return ToolCallPart(
+                    id=part.id,
+                    name=str(raw.get("name") or part.name),
+                    arguments=arguments,
+                    arguments_raw=arguments_raw,
+                    item_id=raw.get("id"),
+                    provenance=self.provenance(),
+                )
+        if isinstance(part, ThinkingPart) and part.id:
+            raw = self._raw_items.get(part.id)
+            if raw is not None and raw.get("encrypted_content"):
+                return msgspec.structs.replace(part, encrypted_content=raw["encrypted_content"])
+        return part
+
+    def _chunk(
+        self,
+        out: list[Event],
+        native_type: str,
+        item_id: str | None,
+        kind: Literal["text", "thinking", "summary"],
+        delta: str,
+        index: int = 0,
+    ) -> None:
+        out.append(
+            self.make(
+                AssistantChunkEvent,
+                native_type=native_type,
+                native_id=item_id,
+                message_id=item_id,
+                kind=kind,
+                delta=delta,
+                index=index,
+            )
+        )
+
+    # ------------------------------------------------------------ tools
+
+    def _tool_call(
+        self,
+        out: list[Event],
+        native_type: str,
+        call_id: str,
+        name: str,
+        arguments: Any,
+        kind: str,
+    ) -> None:
+        """``tool/call`` (the runtime started it) and its part in the message."""
+        if call_id in self._open_calls:
+            return
+        self._open_calls[call_id] = name
+        raw = self._raw_items.get(call_id)
+        if raw is not None and raw.get("type") == "function_call":
+            name = str(raw.get("name") or name)
+        out.append(
+            self.make(
+                ToolCallEvent,
+                native_type=native_type,
+                native_id=call_id,
+                call_id=call_id,
+                name=name,
+                arguments=arguments,
+                kind=kind,
+            )
+        )
+        part = ToolCallPart(
+            id=call_id, name=name, arguments=arguments, provenance=self.provenance()
+        )
+        self._add_part(part, None)
+
+    def _tool_result(
+        self,
+        out: list[Event],
+        native_type: str,
+        call_id: str,
+        content: list[ResultPart],
+        *,
+        is_error: bool,
+        exit_code: int | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        """The message that asked for the tool first, then ``tool/result``."""
+        self._flush(out, native_type)
+        name = self._open_calls.pop(call_id, None)
+        out.append(
+            self.make(
+                ToolResultEvent,
+                native_type=native_type,
+                native_id=call_id,
+                call_id=call_id,
+                name=name,
+                content=content,
+                is_error=is_error,
+                exit_code=exit_code,
+                details=details,
+            )
+        )
+
+
+def text_content(text: str | None) -> list[ResultPart]:
+    """A tool's text output as result parts (none for empty output)."""
+    return [TextPart(text=text)] if text else []

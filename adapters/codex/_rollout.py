@@ -1,0 +1,297 @@
+"""Codex rollout files (``$CODEX_HOME/sessions/**/rollout-*.jsonl``) → events.
+
+A rollout is Codex's own session log. Its ``response_item`` lines are **the exact
+history Codex sends to the model** (the captures' ``requests/*.json`` ``input`` items,
+less Codex's bookkeeping key ``internal_chat_message_metadata_passthrough``), so they
+are imported item for item:
+
+==============================  ==============================================================
+``session_meta``                ``session/start`` (thread id, cwd); ``base_instructions`` is
+                                the system prompt (sent as the first ``developer`` input item)
+``turn_context``                ``request/header`` (model, reasoning effort, system), written
+                                again only when it changes
+``response_item`` assistant     reasoning (``rs_`` id, summary, ``encrypted_content``),
+ side                           messages (``msg_`` id, phase), ``function_call`` (``call_id``,
+                                ``fc_`` id, arguments), ``custom_tool_call``, server tools:
+                                consecutive ones are one ``assistant/message`` (one response)
+``function_call_output`` …      ``tool/result`` (exit code and status from the matching
+                                ``item_completed`` command event, when there is one)
+``message`` role ``user``       ``user/message``; Codex's own tagged context messages
+                                (``<environment_context>``, ``<turn_aborted>``, …) and
+                                ``developer`` messages → ``request/context`` (kind = the tag):
+                                the runtime adds them, they are not the conversation
+``event_msg`` task_started /    ``turn/start`` / ``turn/end`` (failed when it carries an
+task_complete / turn_aborted    ``error``; ``interrupted`` for an abort), turn usage summed
+``token_usage_record``          ``usage`` of one response (``message_id`` = ``resp_`` id); it
+                                also closes the response's message
+``event_msg`` error             ``error``
+the rest                        ``event_msg`` copies of the items above (``item_completed``,
+                                ``token_count``, ``user_message``, ...) are redundant and
+                                skipped; other lines are ``native/unknown``
+==============================  ==============================================================
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from adapters.codex._core import CodexCore, codex_usage
+from adapters.openai_responses._items import CLIENT_RESULT_TYPES, item_parts, result_parts
+from universal_event.errors import AdapterError
+from universal_event.events import (
+    ErrorEvent,
+    Event,
+    RequestContextEvent,
+    RequestHeaderEvent,
+    SessionStartEvent,
+    ToolResultEvent,
+    UsageEvent,
+    UserMessageEvent,
+)
+from universal_event.parts import TextPart, UserPart
+
+__all__ = ["CodexRolloutAdapter"]
+
+_CONTEXT_TAG = re.compile(r"^\s*<([a-z_]+)>")
+"""Codex wraps the context it adds in the user role in a tag: ``<environment_context>``."""
+
+_REDUNDANT_EVENT_MSGS = frozenset(
+    {
+        "item_started",
+        "item_completed",
+        "token_count",
+        "user_message",
+        "agent_message",
+        "agent_reasoning",
+        "agent_reasoning_raw_content",
+        "thread_settings_applied",
+        "exec_command_begin",
+        "exec_command_end",
+    }
+)
+"""``event_msg`` types that repeat what the ``response_item`` lines already hold."""
+
+_BOOKKEEPING_KEYS = ("internal_chat_message_metadata_passthrough",)
+"""Keys Codex stores in rollout items but strips before sending them (requests/*.json)."""
+
+
+class CodexRolloutAdapter(CodexCore):
+    """Import a Codex rollout file: the history exactly as Codex sends it to the model."""
+
+    runtime = "codex-rollout"
+
+    def __init__(self, *, session_id: str = "", model: str | None = None) -> None:
+        super().__init__(session_id=session_id, model=model)
+        self._system: str | None = None
+        self._header_key: tuple[Any, ...] | None = None
+        self._command_status: dict[str, Mapping[str, Any]] = {}
+        self._call_names: dict[str, str] = {}
+        self._line_no = 0
+
+    def feed(self, native: Any) -> list[Event]:
+        """Raw rollout bytes (cut anywhere), one ``str`` line, or one line as a dict."""
+        out: list[Event] = []
+        if isinstance(native, bytes | bytearray | memoryview):
+            for raw in self._lines(bytes(native)):
+                self._raw_line(raw, out)
+        elif isinstance(native, str):
+            for raw in self._lines(native.encode() + (b"" if native.endswith("\n") else b"\n")):
+                self._raw_line(raw, out)
+        elif isinstance(native, Mapping):
+            self._line(native, out)
+        else:
+            raise AdapterError(
+                f"cannot import a {type(native).__name__!r}: expected rollout JSON lines",
+                runtime=self.runtime,
+            )
+        return out
+
+    def close(self) -> list[Event]:
+        """Finish: a last line without newline; a turn the file leaves open is interrupted."""
+        out: list[Event] = []
+        for raw in self._rest_of_buffer():
+            self._raw_line(raw, out, problem="truncated last line (file cut)")
+        if self._turn_open:
+            self._end_turn(out, "interrupted", "close", error="rollout ends inside the turn")
+        else:
+            self._flush(out, "close")
+        return out
+
+    def _raw_line(self, raw: bytes, out: list[Event], problem: str = "malformed JSON line") -> None:
+        line = self._decode(raw, out, problem)
+        if line is not None:
+            self._line(line, out)
+
+    def _line(self, line: Mapping[str, Any], out: list[Event]) -> None:
+        kind = line.get("type")
+        payload = line.get("payload")
+        if not isinstance(payload, Mapping):
+            out.append(self.unknown(str(kind), dict(line), "rollout line without a payload"))
+            return
+        try:
+            if kind == "response_item":
+                self._response_item(payload, out)
+            elif kind == "event_msg":
+                self._event_msg(payload, out)
+            elif kind == "token_usage_record":
+                self._usage_record(payload, out)
+            elif kind == "session_meta":
+                self._session_meta(payload, out)
+            elif kind == "turn_context":
+                self._turn_context(payload, out)
+            else:
+                out.append(self.unknown(str(kind), dict(payload), "rollout line not modelled"))
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            out.append(self.unknown(str(kind), dict(line), f"bad rollout line: {exc!r}"))
+
+    # ------------------------------------------------------------ session and header
+
+    def _session_meta(self, payload: Mapping[str, Any], out: list[Event]) -> None:
+        instructions = payload.get("base_instructions")
+        if isinstance(instructions, Mapping):
+            self._system = instructions.get("text")
+        out.append(
+            self.make(
+                SessionStartEvent,
+                native_type="session_meta",
+                native_id=payload.get("id"),
+                runtime="codex",
+                native_session_id=payload.get("id"),
+                cwd=payload.get("cwd"),
+                metadata={
+                    k: payload[k]
+                    for k in ("originator", "cli_version", "source", "model_provider")
+                    if k in payload
+                },
+            )
+        )
+
+    def _turn_context(self, payload: Mapping[str, Any], out: list[Event]) -> None:
+        if payload.get("model"):
+            self.model = str(payload["model"])
+        sampling = {k: payload[k] for k in ("effort", "summary") if payload.get(k) is not None}
+        key = (self.model, self._system, tuple(sorted(sampling.items())))
+        if key == self._header_key:
+            return
+        self._header_key = key
+        out.append(
+            self.make(
+                RequestHeaderEvent,
+                native_type="turn_context",
+                provider="openai",
+                api="responses",
+                model=self.model,
+                system=self._system,
+                sampling=sampling,
+            )
+        )
+
+    # ------------------------------------------------------------ history items
+
+    def _response_item(self, item: Mapping[str, Any], out: list[Event]) -> None:
+        item = {k: v for k, v in item.items() if k not in _BOOKKEEPING_KEYS}
+        item_type = item.get("type")
+        role = item.get("role")
+        if item_type == "message" and role != "assistant":
+            self._flush(out, "response_item")
+            self._input_message(item, out)
+        elif item_type in CLIENT_RESULT_TYPES:
+            self._flush(out, "response_item")
+            self._tool_output(item, out)
+        else:
+            if item_type in ("function_call", "custom_tool_call"):
+                self._call_names[str(item.get("call_id"))] = str(item.get("name") or "")
+            for part in item_parts(item, self.provenance()):
+                self._add_part(part, None)
+
+    def _input_message(self, item: Mapping[str, Any], out: list[Event]) -> None:
+        parts: list[UserPart] = list(result_parts(item.get("content")))
+        first = parts[0].text if parts and isinstance(parts[0], TextPart) else ""
+        tag = _CONTEXT_TAG.match(first)
+        if item.get("role") == "user" and tag is None:
+            out.append(
+                self.make(
+                    UserMessageEvent,
+                    native_type="response_item",
+                    native_id=item.get("id"),
+                    content=parts,
+                )
+            )
+            return
+        out.append(
+            self.make(
+                RequestContextEvent,
+                native_type="response_item",
+                native_id=item.get("id"),
+                kind=tag.group(1) if tag else str(item.get("role")),
+                content=parts,
+            )
+        )
+
+    def _tool_output(self, item: Mapping[str, Any], out: list[Event]) -> None:
+        call_id = str(item.get("call_id") or "")
+        status = self._command_status.pop(call_id, {})
+        exit_code = status.get("exit_code")
+        out.append(
+            self.make(
+                ToolResultEvent,
+                native_type="response_item",
+                native_id=item.get("id"),
+                call_id=call_id,
+                name=self._call_names.get(call_id),
+                content=result_parts(item.get("output")),
+                is_error=status.get("status") in ("failed", "declined")
+                or exit_code not in (None, 0),
+                exit_code=exit_code if isinstance(exit_code, int) else None,
+                details={"output_type": item.get("type")},
+            )
+        )
+
+    # ------------------------------------------------------------ event messages
+
+    def _event_msg(self, payload: Mapping[str, Any], out: list[Event]) -> None:
+        kind = str(payload.get("type"))
+        if kind == "task_started":
+            self._start_turn(out, payload.get("turn_id"), kind)
+        elif kind == "task_complete":
+            error = payload.get("error")
+            message = error.get("message") if isinstance(error, Mapping) else None
+            self._end_turn(
+                out,
+                "failed" if message else "completed",
+                kind,
+                error=message,
+                duration_ms=payload.get("duration_ms"),
+            )
+        elif kind == "turn_aborted":
+            self._end_turn(out, "interrupted", kind, duration_ms=payload.get("duration_ms"))
+        elif kind == "error":
+            out.append(
+                self.make(ErrorEvent, native_type=kind, message=str(payload.get("message") or ""))
+            )
+        elif kind == "item_completed":
+            item = payload.get("item")
+            if isinstance(item, Mapping) and item.get("type") == "CommandExecution":
+                self._command_status[str(item.get("id"))] = item
+        elif kind not in _REDUNDANT_EVENT_MSGS:
+            out.append(self.unknown(f"event_msg:{kind}", dict(payload), "event not modelled"))
+
+    def _usage_record(self, payload: Mapping[str, Any], out: list[Event]) -> None:
+        usage = payload.get("usage")
+        if not isinstance(usage, Mapping):
+            out.append(self.unknown("token_usage_record", dict(payload), "record without usage"))
+            return
+        normalised = codex_usage(usage, "request")
+        self._add_request_usage(normalised)
+        self._flush(out, "token_usage_record")
+        out.append(
+            self.make(
+                UsageEvent,
+                native_type="token_usage_record",
+                usage=normalised,
+                message_id=payload.get("response_id"),
+                model=self.model,
+            )
+        )

@@ -1,0 +1,225 @@
+"""Claude Code stream-json, claude_agent_sdk typed messages, and transcripts → events.
+
+Facts pinned from the captures (tests/fixtures/captured/claude) and the recorded
+transcript (tests/fixtures/recorded/claude-code).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from adapters.claude_sdk import ClaudeCodeAdapter, ClaudeTranscriptAdapter
+from tests.adapters._anthropic_support import CAPTURED, TRANSCRIPTS, sdk_objects
+from universal_event import codec
+from universal_event.cli import main
+from universal_event.events import (
+    AssistantChunkEvent,
+    AssistantMessageEvent,
+    ErrorEvent,
+    Event,
+    RequestHeaderEvent,
+    SessionStartEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    UsageEvent,
+    UserMessageEvent,
+)
+from universal_event.log import SessionLog
+from universal_event.parts import TextPart, ThinkingPart, ToolCallPart
+
+
+def _run(path: Path, chunk: int | None = None) -> list[Event]:
+    adapter = ClaudeCodeAdapter()
+    data = path.read_bytes()
+    events: list[Event] = []
+    step = chunk or len(data)
+    for offset in range(0, len(data), step):
+        events += adapter.feed(data[offset : offset + step])
+    return events + adapter.close()
+
+
+def _structure(events: list[Event]) -> list[str]:
+    return [
+        e.__struct_config__.tag
+        for e in events
+        if e.__struct_config__.tag not in ("assistant/chunk", "native/unknown")
+    ]
+
+
+def test_tool_turn_stream_json() -> None:
+    events = _run(CAPTURED / "cli" / "c01_tool" / "stdout.jsonl")
+    assert _structure(events) == [
+        "session/start",
+        "request/header",
+        "turn/start",
+        "step/start",
+        "assistant/message",
+        "tool/result",
+        "step/end",
+        "step/start",
+        "assistant/message",
+        "step/end",
+        "turn/end",
+    ]
+    start = next(e for e in events if isinstance(e, SessionStartEvent))
+    assert start.native_session_id == "3a419201-3e06-4179-b8a5-4b56bc3cc587"
+    assert start.cwd == "/sandbox/work/c01_tool"
+    header = next(e for e in events if isinstance(e, RequestHeaderEvent))
+    assert header.model == "claude-sonnet-4-5-20250929" and len(header.tools) == 26
+    first, second = [e for e in events if isinstance(e, AssistantMessageEvent)]
+    # Three assistant lines (one per block) sharing one message id → one message.
+    assert first.message_id == "msg_01373d2b47bd4b41318e25b3"
+    assert [type(p) for p in first.content] == [ThinkingPart, TextPart, ToolCallPart]
+    assert second.content == [TextPart(text="The result of `echo 1+1 | bc` is **2**.")]
+    (result,) = [e for e in events if isinstance(e, ToolResultEvent)]
+    assert result.call_id == "toolu_016f686f1746544348b5f5f1" and result.name == "Bash"
+    assert result.details == {
+        "tool_use_result": {
+            "stdout": "2",
+            "stderr": "",
+            "interrupted": False,
+            "isImage": False,
+            "noOutputExpected": False,
+        }
+    }
+    end = events[-1]
+    assert isinstance(end, TurnEndEvent) and end.status == "completed"
+    assert end.usage is not None and (end.usage.input_tokens, end.usage.output_tokens) == (44415, 54)
+    assert end.cost_usd == pytest.approx(0.134055) and end.duration_ms == 532
+
+
+def test_failed_tool_result_keeps_the_string_tool_use_result() -> None:
+    events = _run(CAPTURED / "cli" / "c05_tool_fail_partial" / "stdout.jsonl")
+    (result,) = [e for e in events if isinstance(e, ToolResultEvent)]
+    assert result.is_error and result.content == [TextPart(text="Exit code 3\noops")]
+    assert result.details == {"tool_use_result": "Error: Exit code 3\noops"}
+
+
+def test_partial_messages_give_chunks_usage_and_stop_reasons() -> None:
+    events = _run(CAPTURED / "cli" / "c02_tool_partial" / "stdout.jsonl", chunk=97)
+    messages = [e for e in events if isinstance(e, AssistantMessageEvent)]
+    assert [m.stop_reason for m in messages] == ["tool_use", "end_turn"]
+    for message in messages:
+        chunks = [
+            e for e in events if isinstance(e, AssistantChunkEvent) and e.message_id == message.message_id
+        ]
+        assert all(c.source and c.source.runtime == "claude-code" for c in chunks)
+        for index, part in enumerate(message.content):
+            of_block = [c for c in chunks if c.index == index]
+            if isinstance(part, TextPart):
+                assert "".join(c.delta for c in of_block) == part.text
+            elif isinstance(part, ThinkingPart):
+                assert "".join(c.delta for c in of_block if c.kind == "thinking") == part.text
+                assert "".join(c.delta for c in of_block if c.kind == "signature") == part.signature
+            elif isinstance(part, ToolCallPart):
+                raw = "".join(c.delta for c in of_block)
+                assert json.loads(raw) == part.arguments
+    usages = [e.usage for e in events if isinstance(e, UsageEvent)]
+    assert [(u.input_tokens, u.output_tokens) for u in usages] == [(22127, 44), (22296, 10)]
+
+
+def test_interrupt_gives_a_partial_message_and_an_interrupted_turn() -> None:
+    events = _run(CAPTURED / "cli" / "c_interrupt_sigint_partial" / "stdout.jsonl")
+    (message,) = [e for e in events if isinstance(e, AssistantMessageEvent)]
+    assert message.status == "partial"
+    (user,) = [e for e in events if isinstance(e, UserMessageEvent)]
+    assert user.content == [TextPart(text="[Request interrupted by user]")]
+    end = events[-1]
+    assert isinstance(end, TurnEndEvent) and end.status == "interrupted"
+
+
+def test_api_retries_and_synthetic_error() -> None:
+    events = _run(CAPTURED / "cli" / "c_err_midstream_close_partial_nofallback" / "stdout.jsonl")
+    assert not [e for e in events if isinstance(e, AssistantMessageEvent)]
+    errors = [e for e in events if isinstance(e, ErrorEvent)]
+    assert [(e.code, e.fatal, e.retryable) for e in errors] == [
+        ("unknown", False, True),
+        ("unknown", False, True),
+        ("server_error", True, True),
+    ]
+    assert "ECONNRESET" in errors[-1].message
+    end = events[-1]
+    assert isinstance(end, TurnEndEvent) and end.status == "failed"
+
+
+def test_cut_stream_json_ends_the_turn_interrupted() -> None:
+    lines = (CAPTURED / "cli" / "c01_tool" / "stdout.jsonl").read_bytes().splitlines(keepends=True)
+    adapter = ClaudeCodeAdapter()
+    events = adapter.feed(b"".join(lines[:7]) + b'{"type":"assistant", "mess')
+    events += adapter.feed(b"not json at all\n")
+    closing = adapter.close()
+    unknown = [e for e in events if e.__struct_config__.tag == "native/unknown"]
+    assert unknown[-1].reason is not None and unknown[-1].reason.startswith("malformed JSON line")
+    assert [e.__struct_config__.tag for e in closing] == [
+        "assistant/message",
+        "error",
+        "step/end",
+        "turn/end",
+    ]
+    end = closing[-1]
+    assert isinstance(end, TurnEndEvent) and end.status == "interrupted"
+
+
+@pytest.mark.parametrize("run", ["sdk01_tool", "sdk02_tool_partial", "sdk03_err_http500_partial"])
+def test_typed_sdk_messages_match_the_dict_path(run: str) -> None:
+    """The real claude_agent_sdk objects give the same messages as their JSON lines."""
+    objects = sdk_objects(CAPTURED / "sdk" / run / "sdk_messages.jsonl")
+    typed = ClaudeCodeAdapter()
+    typed_events = [e for o in objects for e in typed.feed(o)] + typed.close()
+    records = [json.loads(line) for line in (CAPTURED / "sdk" / run / "sdk_messages.jsonl").open()]
+    assert len(records) == len(objects)
+    messages = [e for e in typed_events if isinstance(e, AssistantMessageEvent)]
+    if run == "sdk03_err_http500_partial":
+        assert messages == []
+        assert [e.code for e in typed_events if isinstance(e, ErrorEvent)][-1] == "server_error"
+        return
+    assert [len(m.content) for m in messages] == [3, 1]
+    assert messages[0].message_id is not None
+    results = [e for e in typed_events if isinstance(e, ToolResultEvent)]
+    assert len(results) == 1 and isinstance(results[0].details, dict)
+
+
+def test_transcript_import() -> None:
+    path = TRANSCRIPTS / "session_transcript_init_claude_md.jsonl"
+    adapter = ClaudeTranscriptAdapter()
+    log = SessionLog()
+    log.extend(adapter.feed(path.read_bytes()) + adapter.close())
+    events = log.events()
+    (start,) = [e for e in events if isinstance(e, SessionStartEvent)]
+    assert start.native_session_id == "1af7fc5e-8455-4414-9ccd-011d40f70b2a"
+    messages = [e for e in events if isinstance(e, AssistantMessageEvent)]
+    assert len(messages) == 7  # 13 assistant lines, 7 distinct message ids
+    results = [e for e in events if isinstance(e, ToolResultEvent)]
+    assert len(results) == 12
+    calls = {p.id for m in messages for p in m.content if isinstance(p, ToolCallPart)}
+    assert {r.call_id for r in results} == calls
+    # The denied Write: toolUseResult is a string, the result an error.
+    denied = [r for r in results if r.name == "Write"]
+    assert denied[0].is_error and isinstance(denied[0].details["tool_use_result"], str)  # type: ignore[index]
+    derived = log.derive_messages()
+    assert [m.__struct_config__.tag for m in derived][:3] == ["user", "user", "assistant"]
+    assert events[-1].__struct_config__.tag == "turn/end"
+
+
+@pytest.mark.parametrize(
+    ("runtime", "path", "expected_messages"),
+    [
+        ("claude-code", CAPTURED / "cli" / "c01_tool" / "stdout.jsonl", 2),
+        ("claude-code-transcript", TRANSCRIPTS / "session_transcript_init_claude_md.jsonl", 7),
+        ("anthropic", CAPTURED / "cli" / "c01_tool" / "requests" / "0002_POST_v1_messages.response.sse", 1),
+    ],
+)
+def test_cli_normalize(runtime: str, path: Path, expected_messages: int) -> None:
+    out = io.StringIO()
+    buffer = io.BytesIO()
+    out.buffer = buffer  # type: ignore[misc]
+    with redirect_stdout(out):
+        assert main(["normalize", "--from", runtime, str(path)]) == 0
+    events = codec.decode_lines(buffer.getvalue())
+    assert sum(isinstance(e, AssistantMessageEvent) for e in events) == expected_messages
+    assert all(e.source is not None and e.source.runtime == runtime for e in events)

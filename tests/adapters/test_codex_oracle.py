@@ -1,0 +1,272 @@
+"""The oracle for Codex: the history derived from the log equals what Codex itself sent.
+
+Each capture's ``requests/NNNN_*.json`` is Codex's own request to the model; request N+1's
+``input`` replays turn N. The request's items are turned into neutral messages here
+(with the Responses item mappers) and compared with ``SessionLog.derive_messages()`` of
+the normalised native output, part by part.
+
+Codex's own additions to ``input`` are named, not ignored wholesale: the ``developer``
+messages (system prompt, skills) and the ``<environment_context>`` user message — the
+rollout import logs them as ``request/header`` / ``request/context``, never as
+conversation.
+
+* rollout files: **equal**, item for item (reasoning with ``encrypted_content``, the
+  ``exec_command`` function call with its ``call_id`` and arguments, the output as sent);
+* app-server notifications: the model's ids are equal (``rs_``, ``msg_``, ``call_``);
+  missing, and named: ``encrypted_content``, the function call's name/arguments/``fc_``
+  id, and Codex's wrapping of the tool output. With ``rawResponseItem/completed``
+  notifications (raw events on) the assistant message is equal too;
+* exec ``--json``: texts are equal; missing, and named: every model id, the prompt, the
+  function call (only the command is shown), the wrapped output.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from adapters.codex import CodexAdapter, CodexRolloutAdapter
+from adapters.openai_responses._items import CLIENT_RESULT_TYPES, item_parts, result_parts
+from universal_event.events import RequestContextEvent, RequestHeaderEvent
+from universal_event.log import SessionLog
+from universal_event.messages import AssistantMessage, Message, ToolMessage, UserMessage
+from universal_event.parts import AssistantPart, Provenance, TextPart, ThinkingPart, ToolCallPart
+
+CAPTURED = Path(__file__).parent.parent / "fixtures" / "captured" / "codex"
+TOOL_RUNS = ["exec/x01_tool", "exec/x04_tool_fail"]
+APP_TOOL_RUNS = ["app_server/xs01_tool", "app_server/xs02_tool_stream", "app_server/xs03_tool_fail"]
+_CHECKLIST_LINE = (
+    "- If you create a checklist or task list, you update item statuses incrementally as each"
+    " item is completed rather than marking every item done only at the end.\n"
+)
+ALL_RUNS = sorted(
+    str(path.parent.relative_to(CAPTURED)) for path in CAPTURED.glob("*/*/rollout.jsonl")
+)
+
+
+def _requests(run: str) -> list[dict[str, Any]]:
+    files = sorted((CAPTURED / run / "requests").glob("*_POST_v1_responses.json"))
+    return [json.loads(path.read_text())["body"] for path in files]
+
+
+def request_history(body: dict[str, Any]) -> tuple[list[Message], list[dict[str, Any]]]:
+    """A request's ``input`` as neutral messages, and Codex's own additions beside them.
+
+    Consecutive assistant-side items (one response) are one assistant message.
+    """
+    provenance = Provenance(provider="openai", api="responses", model=body["model"])
+    messages: list[Message] = []
+    additions: list[dict[str, Any]] = []
+    parts: list[AssistantPart] = []
+
+    def flush() -> None:
+        if parts:
+            messages.append(AssistantMessage(content=list(parts), provenance=provenance))
+            parts.clear()
+
+    for item in body["input"]:
+        kind, role = item.get("type"), item.get("role")
+        if kind == "message" and role != "assistant":
+            flush()
+            content = result_parts(item["content"])
+            first = content[0].text if isinstance(content[0], TextPart) else ""
+            if role == "developer" or first.lstrip().startswith("<environment_context>"):
+                additions.append(item)
+            else:
+                messages.append(UserMessage(content=list(content)))
+        elif kind in CLIENT_RESULT_TYPES:
+            flush()
+            messages.append(ToolMessage(call_id=item["call_id"], content=result_parts(item["output"])))
+        else:
+            parts.extend(item_parts(item, provenance))
+    flush()
+    return messages, additions
+
+
+def derived(events: list[Any]) -> list[Message]:
+    log = SessionLog()
+    log.extend(events)
+    return [_unseq(message) for message in log.derive_messages()]
+
+
+def _unseq(message: Message) -> Message:
+    message = msgspec.structs.replace(message, seq=-1)
+    if isinstance(message, ToolMessage):
+        # The Responses wire has no error flag on a function_call_output: compared apart.
+        return msgspec.structs.replace(message, name=None, is_error=False)
+    if isinstance(message, AssistantMessage):
+        return AssistantMessage(content=message.content, provenance=message.provenance)
+    return message
+
+
+def normalise(adapter: Any, path: Path) -> list[Any]:
+    events = adapter.feed(path.read_bytes())
+    return [*events, *adapter.close()]
+
+
+# ---------------------------------------------------------------- rollout: equal
+
+
+@pytest.mark.parametrize("run", ALL_RUNS)
+def test_rollout_history_equals_every_request_codex_sent(run: str) -> None:
+    events = normalise(CodexRolloutAdapter(), CAPTURED / run / "rollout.jsonl")
+    history = derived(events)
+    requests = _requests(run)
+    assert requests
+    for body in requests:
+        expected, additions = request_history(body)
+        assert history[: len(expected)] == expected
+        # Codex's own additions are in the log, as request state, not conversation.
+        roles = [item["role"] for item in additions]
+        assert roles == ["developer", "developer", "user"]
+    header = next(e for e in events if isinstance(e, RequestHeaderEvent))
+    sent = requests[-1]["input"][0]["content"][0]["text"]
+    assert header.system is not None
+    # Named difference: Codex leaves one line of the rollout's base_instructions out of
+    # the developer message it sends (0.163.0, every capture).
+    assert _CHECKLIST_LINE in header.system
+    assert header.system.replace(_CHECKLIST_LINE, "") == sent
+    contexts = [e.kind for e in events if isinstance(e, RequestContextEvent)]
+    assert contexts[:2] == ["skills_instructions", "environment_context"]
+
+
+@pytest.mark.parametrize("run", TOOL_RUNS + APP_TOOL_RUNS)
+def test_rollout_replays_reasoning_function_call_and_output_exactly(run: str) -> None:
+    history = derived(normalise(CodexRolloutAdapter(), CAPTURED / run / "rollout.jsonl"))
+    body = _requests(run)[1]
+    reasoning, message, call, output = body["input"][-4:]
+    assistant = history[1]
+    assert isinstance(assistant, AssistantMessage)
+    thinking, text, tool_call = assistant.content
+    assert isinstance(thinking, ThinkingPart) and isinstance(tool_call, ToolCallPart)
+    assert thinking.id == reasoning["id"]
+    assert thinking.encrypted_content == reasoning["encrypted_content"]
+    assert thinking.summary == [reasoning["summary"][0]["text"]]
+    assert isinstance(text, TextPart) and text.item_id == message["id"]
+    assert (tool_call.name, tool_call.id, tool_call.item_id) == (
+        "exec_command",
+        call["call_id"],
+        call["id"],
+    )
+    assert tool_call.arguments == json.loads(call["arguments"])
+    result = history[2]
+    assert isinstance(result, ToolMessage)
+    assert result.call_id == output["call_id"]
+    assert result.content == [TextPart(text=output["output"])]
+    log = SessionLog()
+    log.extend(normalise(CodexRolloutAdapter(), CAPTURED / run / "rollout.jsonl"))
+    tool_message = log.derive_messages()[2]
+    assert isinstance(tool_message, ToolMessage)
+    assert tool_message.is_error == run.endswith("_fail")  # exit code 3 in the *_fail runs
+    assert tool_message.name == "exec_command"
+    # The last message is the final answer, which no request replays (the turn ended).
+    assert isinstance(history[-1], AssistantMessage) and len(history) == 4
+
+
+# ---------------------------------------------------------------- app-server: the ids
+
+
+def _app_history(run: str, extra: list[bytes] = ()) -> list[Message]:  # type: ignore[assignment]
+    adapter = CodexAdapter()
+    events = adapter.feed((CAPTURED / run / "notifications.jsonl").read_bytes())
+    for line in extra:
+        events += adapter.feed(line)
+    return derived([*events, *adapter.close()])
+
+
+@pytest.mark.parametrize("run", APP_TOOL_RUNS)
+def test_app_server_history_keeps_the_model_ids(run: str) -> None:
+    history = _app_history(run)
+    expected, _ = request_history(_requests(run)[1])
+    assert history[0] == expected[0]  # the prompt
+    got, want = history[1], expected[1]
+    assert isinstance(got, AssistantMessage) and isinstance(want, AssistantMessage)
+    g_thinking, g_text, g_call = got.content
+    w_thinking, w_text, w_call = want.content
+    assert isinstance(g_thinking, ThinkingPart) and isinstance(w_thinking, ThinkingPart)
+    assert (g_thinking.id, g_thinking.summary) == (w_thinking.id, w_thinking.summary)
+    assert g_text == w_text  # msg_ id, text
+    assert isinstance(g_call, ToolCallPart) and isinstance(w_call, ToolCallPart)
+    assert g_call.id == w_call.id  # the call_ id: the command item's id
+    # Not in the notifications (named): encrypted reasoning, the function call itself.
+    assert g_thinking.encrypted_content is None and w_thinking.encrypted_content
+    assert (g_call.name, g_call.item_id) == ("command_execution", None)
+    assert (w_call.name, w_call.arguments["cmd"]) == ("exec_command", w_call.arguments["cmd"])
+    # The output: Codex wraps it for the model ("Chunk ID: ...\nOutput:\n<output>").
+    g_result, w_result = history[2], expected[2]
+    assert isinstance(g_result, ToolMessage) and isinstance(w_result, ToolMessage)
+    assert g_result.call_id == w_result.call_id
+    w_text_out = w_result.content[0]
+    g_text_out = g_result.content[0]
+    assert isinstance(w_text_out, TextPart) and isinstance(g_text_out, TextPart)
+    assert w_text_out.text.endswith("Output:\n" + g_text_out.text)
+
+
+def _raw_item_lines(run: str) -> list[bytes]:
+    """``rawResponseItem/completed`` lines as the app-server sends them with raw events
+    on, built from the same run's rollout items (the captures ran without raw events)."""
+    lines = []
+    for line in (CAPTURED / run / "rollout.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        payload = record["payload"]
+        if record["type"] == "response_item" and payload["type"] in ("reasoning", "function_call"):
+            params = {"item": payload, "threadId": "t", "turnId": "u"}
+            lines.append(json.dumps({"method": "rawResponseItem/completed", "params": params}).encode() + b"\n")
+    return lines
+
+
+@pytest.mark.parametrize("run", APP_TOOL_RUNS)
+def test_app_server_with_raw_items_equals_the_request(run: str) -> None:
+    raw = _raw_item_lines(run)
+    # notifications.jsonl holds the turn's notifications only (no thread/started): the
+    # model is what the caller gave thread_start().
+    adapter = CodexAdapter(model="gpt-5.5")
+    lines = (CAPTURED / run / "notifications.jsonl").read_bytes().splitlines(keepends=True)
+    events = []
+    for line in lines:
+        events += adapter.feed(line)
+        if b'"turn/started"' in line:
+            for raw_line in raw:  # the raw items arrive before the turn's items complete
+                events += adapter.feed(raw_line)
+    history = derived([*events, *adapter.close()])
+    expected, _ = request_history(_requests(run)[1])
+    assert history[:2] == expected[:2]
+
+
+# ---------------------------------------------------------------- exec --json: what is missing
+
+
+@pytest.mark.parametrize("run", TOOL_RUNS)
+def test_exec_history_texts_match_and_the_missing_pieces_are_named(run: str) -> None:
+    history = derived(normalise(CodexAdapter(model="gpt-5.5"), CAPTURED / run / "stdout.jsonl"))
+    expected, _ = request_history(_requests(run)[1])
+    # exec does not print the prompt: the request starts with it, the log does not.
+    assert isinstance(expected[0], UserMessage)
+    assert not any(isinstance(m, UserMessage) for m in history)
+    got, want = history[0], expected[1]
+    assert isinstance(got, AssistantMessage) and isinstance(want, AssistantMessage)
+    assert got.provenance == want.provenance
+    g_thinking, g_text, g_call = got.content
+    w_thinking, w_text, w_call = want.content
+    assert isinstance(g_thinking, ThinkingPart) and isinstance(w_thinking, ThinkingPart)
+    assert g_thinking.summary == w_thinking.summary
+    assert isinstance(g_text, TextPart) and isinstance(w_text, TextPart)
+    assert g_text.text == w_text.text
+    # Missing from exec --json: the model's ids and encrypted reasoning ...
+    assert (g_thinking.id, g_thinking.encrypted_content, g_text.item_id) == (None, None, None)
+    assert w_thinking.id and w_thinking.encrypted_content and w_text.item_id
+    # ... and the function call: exec shows the command it ran, under a local item id.
+    assert isinstance(g_call, ToolCallPart) and isinstance(w_call, ToolCallPart)
+    assert g_call.id.startswith("item_") and w_call.id.startswith("call_")
+    assert w_call.name == "exec_command" and g_call.name == "command_execution"
+    assert g_call.arguments["command"] == f"/bin/bash -lc '{w_call.arguments['cmd']}'"
+    g_result, w_result = history[1], expected[2]
+    assert isinstance(g_result, ToolMessage) and isinstance(w_result, ToolMessage)
+    assert g_result.call_id == g_call.id
+    g_out, w_out = g_result.content[0], w_result.content[0]
+    assert isinstance(g_out, TextPart) and isinstance(w_out, TextPart)
+    assert w_out.text.endswith("Output:\n" + g_out.text)

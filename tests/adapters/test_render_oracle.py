@@ -1,0 +1,325 @@
+"""The renderer oracles: real requests are what rendering must reproduce.
+
+* **Parse side**: every recorded request body → ``parse_request`` → events → session
+  log → ``derive_messages`` → ``render_request`` gives the same request back
+  (history, system / instructions, tools and settings).
+* **Render side**: the log of request N's history plus turn N's recorded *response*
+  (normalised by the target's own stream adapter) plus the caller's new input renders
+  request N+1's history.
+* Every rendered request validates against the SDK's own parameter types (walked
+  deeply) and goes through the real SDK client over respx: the body on the wire is
+  the rendered one.
+
+Differences allowed between a real request and ours, each named here and nowhere
+else (key order never matters: compared as parsed JSON):
+
+``TEXT_AS_STRING``
+    a lone text part may be sent as a plain string or as a one-element list of text
+    blocks; clients differ (pydantic-ai sends lists, others strings), the APIs treat
+    both alike. We send the string.
+``IS_ERROR_FALSE``
+    Anthropic ``tool_result.is_error: false`` is the default; pydantic-ai spells it
+    out, we leave it out.
+``NULL_CONTENT``
+    Chat ``assistant.content: null`` and an absent ``content`` are the same.
+``MESSAGE_TYPE``
+    Responses easy input messages may carry ``"type": "message"`` or not.
+``EMPTY_TEXT``
+    an assistant text that is empty is dropped (rule 8); pydantic-ai sends ``""``.
+``SYSTEM_ROLE``
+    Chat's system prompt goes out as ``developer`` for o1/o3/o4/gpt-5 (rule 11); the
+    one recording that sent ``system`` to o1-mini got HTTP 400 for it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from adapters._render import RenderPolicy
+from tests.adapters._render_support import (
+    derive,
+    flatten,
+    recorded_requests,
+    recording,
+    validate_history,
+)
+from universal_event.events import Event
+
+TARGETS = ("anthropic", "openai-chat", "openai-responses")
+
+
+def module(target: str) -> Any:
+    import importlib
+
+    return importlib.import_module(
+        {
+            "anthropic": "adapters.anthropic",
+            "openai-chat": "adapters.openai_chat",
+            "openai-responses": "adapters.openai_responses",
+        }[target]
+    )
+
+
+# ---------------------------------------------------------------- named differences
+
+
+def _text_as_list(content: Any, text_type: str) -> Any:
+    """TEXT_AS_STRING: a plain string content becomes one text block."""
+    if isinstance(content, str):
+        return [{"type": text_type, "text": content}]
+    return content
+
+
+def normalise(target: str, body: dict[str, Any]) -> dict[str, Any]:
+    """Apply the named differences to one request body (real or rendered)."""
+    body = copy.deepcopy(body)
+    if target == "anthropic":
+        for message in body.get("messages", []):
+            message["content"] = _text_as_list(message["content"], "text")
+            for block in message["content"]:
+                if block.get("type") == "tool_result":
+                    if block.get("is_error") is False:  # IS_ERROR_FALSE
+                        del block["is_error"]
+                    if "content" in block:
+                        block["content"] = _text_as_list(block["content"], "text")
+    elif target == "openai-chat":
+        for message in body.get("messages", []):
+            if message.get("role") == "assistant" and message.get("content") is None:
+                message.pop("content", None)  # NULL_CONTENT
+            elif "content" in message:
+                message["content"] = _text_as_list(message["content"], "text")
+    else:
+        kept = []
+        for item in body.get("input", []):
+            if "role" in item and item.get("type") == "message" and "id" not in item:
+                del item["type"]  # MESSAGE_TYPE
+            if item.get("role") == "assistant" and item.get("content") == "":
+                continue  # EMPTY_TEXT
+            if "role" in item and "id" not in item:
+                item["content"] = _text_as_list(
+                    item["content"], "input_text" if item["role"] == "user" else "output_text"
+                )
+            kept.append(item)
+        body["input"] = kept
+    return body
+
+
+def roundtrip(target: str, body: dict[str, Any], **render: Any) -> dict[str, Any]:
+    events: list[Event] = module(target).parse_request(copy.deepcopy(body))
+    messages, header = derive(events)
+    kwargs: dict[str, Any] = module(target).render_request(messages, header, **render)
+    return kwargs
+
+
+# ---------------------------------------------------------------- parse side
+
+
+@pytest.mark.parametrize(
+    ("target", "name", "body"),
+    [(t, n, b) for t in TARGETS for n, b in recorded_requests(t)],
+    ids=[f"{t}:{n}" for t in TARGETS for n, _ in recorded_requests(t)],
+)
+def test_parse_side_oracle_reproduces_every_recorded_request(
+    target: str, name: str, body: dict[str, Any]
+) -> None:
+    kwargs = roundtrip(target, body)
+    validate_history(target, kwargs)
+    rendered = flatten(kwargs)
+    if name == "error_400_system_role_unsupported#0":  # SYSTEM_ROLE
+        assert rendered["messages"][0] == {
+            "role": "developer",
+            "content": "You are a helpful assistant.",
+        }
+        rendered["messages"][0]["role"] = "system"
+    assert normalise(target, rendered) == normalise(target, body)
+
+
+def test_oracle_covers_every_recorded_request() -> None:
+    counts = {target: len(recorded_requests(target)) for target in TARGETS}
+    assert counts == {"anthropic": 28, "openai-chat": 17, "openai-responses": 28}
+
+
+def test_normalise_names_real_differences_only() -> None:
+    """The named differences are needed: without them real requests would differ."""
+    body = recording("anthropic", "parallel_tool_use_nonstream")["interactions"][1]
+    rendered = flatten(roundtrip("anthropic", body["request_body"]))
+    assert rendered != body["request_body"]
+    assert rendered["messages"][2]["content"][0] == {
+        "type": "tool_result",
+        "tool_use_id": "toolu_0167cfEnoQaPviGdVXA95zcu",
+        "content": "alice is bob's wife",
+    }
+
+
+# ---------------------------------------------------------------- render side
+
+
+def _response_events(target: str, interaction: dict[str, Any]) -> list[Event]:
+    """Turn N's recorded response, normalised by the target's own stream adapter."""
+    adapter_class = {
+        "anthropic": "AnthropicAdapter",
+        "openai-chat": "OpenAIChatAdapter",
+        "openai-responses": "OpenAIResponsesAdapter",
+    }[target]
+    adapter = getattr(module(target), adapter_class)()
+    body = interaction["response_body"]
+    fmt = interaction["response_body_format"]
+    events: list[Event] = []
+    if fmt == "json":
+        events.extend(adapter.feed(body))
+    elif fmt == "sse-data-jsonl":
+        for line in body.splitlines():
+            if line.strip():
+                events.extend(adapter.feed(f"data: {line}\n\n".encode()))
+    else:
+        events.extend(adapter.feed(body.encode()))
+    events.extend(adapter.close())
+    return events
+
+
+def _history_key(target: str) -> str:
+    return "input" if target == "openai-responses" else "messages"
+
+
+def _is_output_item(item: dict[str, Any]) -> bool:
+    return item.get("role") not in ("user", "system", "developer") and item.get("type") not in (
+        "function_call_output",
+        "custom_tool_call_output",
+    )
+
+
+def render_side_pairs() -> list[tuple[str, str, int]]:
+    found = []
+    for target in TARGETS:
+        names = sorted({name.split("#")[0] for name, _ in recorded_requests(target)})
+        for name in names:
+            interactions = recording(target, name)["interactions"]
+            key = _history_key(target)
+            for n in range(len(interactions) - 1):
+                this, after = interactions[n], interactions[n + 1]
+                if this["request_body"] is None or after["request_body"] is None:
+                    continue
+                if this["response_status"] != 200:
+                    continue
+                before, later = this["request_body"][key], after["request_body"][key]
+                if isinstance(before, list) and len(later) > len(before) + 1:
+                    if later[: len(before)] == before:
+                        found.append((target, name, n))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("target", "name", "n"),
+    render_side_pairs(),
+    ids=[f"{t}:{n}#{i}" for t, n, i in render_side_pairs()],
+)
+def test_render_side_oracle_renders_the_next_request(target: str, name: str, n: int) -> None:
+    interactions = recording(target, name)["interactions"]
+    this, after = interactions[n]["request_body"], interactions[n + 1]["request_body"]
+    key = _history_key(target)
+    parse = module(target).parse_request
+    events = list(parse(copy.deepcopy(this)))
+    events.extend(_response_events(target, interactions[n]))
+    # the caller's new input: what request N+1 adds after the model's output
+    tail = after[key][len(this[key]) :]
+    if target == "openai-responses":
+        while tail and _is_output_item(tail[0]):
+            tail = tail[1:]
+    else:
+        tail = tail[1:]  # the assistant message: that is the response's
+    events.extend(e for e in parse({"model": after["model"], key: tail})[1:])
+    messages, header = derive(events)
+    kwargs = module(target).render_request(messages, header)
+    validate_history(target, kwargs)
+    assert normalise(target, {key: kwargs[key]})[key] == normalise(target, {key: after[key]})[key]
+
+
+def test_render_side_oracle_has_pairs_for_every_format() -> None:
+    targets = {target for target, _, _ in render_side_pairs()}
+    assert targets == set(TARGETS)
+
+
+# ---------------------------------------------------------------- wire
+
+
+_RESPONSES = {
+    "anthropic": (
+        "https://api.anthropic.com/v1/messages",
+        {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "m",
+            "content": [{"type": "text", "text": "ok"}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        },
+    ),
+    "openai-chat": (
+        "https://api.openai.com/v1/chat/completions",
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "ok"},
+                    "finish_reason": "stop",
+                }
+            ],
+        },
+    ),
+    "openai-responses": (
+        "https://api.openai.com/v1/responses",
+        {"id": "resp_1", "object": "response", "created_at": 0, "model": "m", "output": []},
+    ),
+}
+
+
+def send(target: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Send ``kwargs`` through the real SDK client over respx; the JSON body it sent."""
+    import anthropic
+    import httpx
+    import openai
+    import respx
+
+    url, response = _RESPONSES[target]
+    streaming = bool(kwargs.get("stream"))
+    with respx.mock(assert_all_called=True) as router:
+        if streaming:
+            route = router.post(url).mock(
+                return_value=httpx.Response(
+                    200, text="", headers={"content-type": "text/event-stream"}
+                )
+            )
+        else:
+            route = router.post(url).mock(return_value=httpx.Response(200, json=response))
+        if target == "anthropic":
+            result: Any = anthropic.Anthropic(api_key="k").messages.create(**kwargs)
+        elif target == "openai-chat":
+            result = openai.OpenAI(api_key="k").chat.completions.create(**kwargs)
+        else:
+            result = openai.OpenAI(api_key="k").responses.create(**kwargs)
+        if streaming:
+            result.close()
+        sent: dict[str, Any] = json.loads(route.calls.last.request.content)
+    return sent
+
+
+@pytest.mark.parametrize(
+    ("target", "name", "body"),
+    [(t, n, b) for t in TARGETS for n, b in recorded_requests(t)][::3],
+    ids=[f"{t}:{n}" for t in TARGETS for n, _ in recorded_requests(t)][::3],
+)
+def test_rendered_request_goes_through_the_sdk_unchanged(
+    target: str, name: str, body: dict[str, Any]
+) -> None:
+    kwargs = roundtrip(target, body, policy=RenderPolicy())
+    assert send(target, kwargs) == json.loads(json.dumps(flatten(kwargs)))

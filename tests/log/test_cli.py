@@ -1,0 +1,140 @@
+"""The log's CLI commands, run in-process on a real SQLite (and JSONL) store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from tests.log.conftest import add_turn
+from universal_event import SessionInterruptedEvent, SessionLog, decode_lines
+from universal_event.cli import main
+from universal_event.ingest import normalize_bytes
+from universal_event.stores import open_store
+
+FIXTURE = (
+    Path(__file__).parent.parent
+    / "fixtures/recorded/anthropic-messages/stream_client_tool_two_turns.json"
+)
+
+
+@pytest.fixture
+def first_stream(tmp_path: Path) -> Path:
+    """Turn 1 of a recorded Anthropic exchange: text and a tool_use, then the stream ends."""
+    interactions = json.loads(FIXTURE.read_text())["interactions"]
+    path = tmp_path / "turn1.sse"
+    path.write_text(interactions[0]["response_body"])
+    return path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_import_events_derive(
+    durable_url: str, first_stream: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, _ = run(
+        capsys, "import", "--from", "anthropic", str(first_stream), "--session", "s1",
+        "--store", durable_url,
+    )  # fmt: skip
+    expected = normalize_bytes("anthropic", first_stream.read_bytes())
+    assert status == 0
+    assert f"{len(expected)} events imported" in out
+
+    status, out, _ = run(capsys, "events", "--session", "s1", "--store", durable_url)
+    assert status == 0
+    events = decode_lines(out.encode())
+    assert [e.seq for e in events] == list(range(len(expected)))
+    assert [type(e) for e in events] == [type(e) for e in expected]
+    assert {e.session_id for e in events} == {"s1"}
+
+    status, out, _ = run(capsys, "derive", "--session", "s1", "--store", durable_url)
+    assert status == 0
+    derived = json.loads(out)
+    live = SessionLog()
+    live.extend(expected)
+    assert derived == msgspec.to_builtins(live.derive_messages())
+    assert [m["role"] for m in derived] == ["assistant"]
+    assert any(part["type"] == "tool_call" for part in derived[0]["content"])
+
+
+def test_import_into_an_existing_session_appends_after_it(
+    durable_url: str, first_stream: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ("import", "--from", "anthropic", str(first_stream), "--session", "s1")
+    run(capsys, *args, "--store", durable_url)
+    count = open_store(durable_url).latest_seq("s1") + 1
+    status, out, _ = run(capsys, *args, "--store", durable_url)
+    assert status == 0
+    assert f"{count} events imported, {2 * count} in all" in out
+    events = list(open_store(durable_url).read("s1"))
+    assert [e.seq for e in events] == list(range(2 * count))
+    # The adapter mints fresh event ids per run, so the second copy is new events.
+    assert len({e.id for e in events}) == 2 * count
+
+
+def test_missing_session_is_an_error(durable_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("events", "derive", "repair", "replay"):
+        status, _, err = run(capsys, command, "--session", "nope", "--store", durable_url)
+        assert status == 1, command
+        assert "nope" in err
+    status, _, err = run(capsys, "show", "nope", "--store", durable_url)
+    assert status == 1 and "nope" in err
+
+
+def test_sessions_show_fork_replay(durable_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    log = SessionLog(open_store(durable_url), "parent")
+    for turn in range(2):
+        add_turn(log, turn, tools=1)
+    log.checkpoint()
+    log.close()
+
+    status, out, _ = run(capsys, "sessions", "--store", durable_url)
+    assert status == 0
+    assert "parent" in out and str(log.next_seq) in out
+
+    status, out, _ = run(capsys, "show", "parent", "--store", durable_url)
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0] == f"session parent: {log.next_seq} events, 2 finished turns, 2 tool runs"
+    assert any("tool/call" in line and "bash (call_0_0)" in line for line in lines)
+    assert any("turn/end" in line and "completed" in line for line in lines)
+    assert any("user/message" in line and "'question 1'" in line for line in lines)
+
+    status, out, _ = run(
+        capsys, "fork", "--session", "parent", "--new", "child", "--turn", "t0",
+        "--store", durable_url,
+    )  # fmt: skip
+    assert status == 0
+    store = open_store(durable_url)
+    child_events = list(store.read("child"))
+    boundary = log.turn_boundaries()[0][1]
+    assert [e.id for e in child_events] == [e.id for e in log.events()[: boundary + 1]]
+    assert store.latest_seq("parent") == log.next_seq - 1
+
+    status, out, _ = run(capsys, "replay", "--session", "parent", "--store", durable_url)
+    assert status == 0
+    assert decode_lines(out.encode()) == log.events()
+
+
+def test_repair_via_cli(
+    durable_url: str, first_stream: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(capsys, "import", "--from", "anthropic", str(first_stream), "--session", "cut",
+        "--store", durable_url)  # fmt: skip
+    status, out, _ = run(capsys, "repair", "--session", "cut", "--store", durable_url)
+    assert status == 0
+    assert "turn/end, session/interrupted, session/ended-seq" in out
+    status, out, _ = run(capsys, "repair", "--session", "cut", "--store", durable_url)
+    assert status == 0 and "nothing to repair" in out
+    events = list(open_store(durable_url).read("cut"))
+    interrupted = events[-2]
+    assert isinstance(interrupted, SessionInterruptedEvent)
+    assert [(c.name, c.state) for c in interrupted.open_tool_calls] == [
+        ("str_replace_based_edit_tool", "not-started")
+    ]

@@ -1,0 +1,177 @@
+"""Repair of cut-off sessions, fork at a turn boundary, replay."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.log.conftest import add_turn
+from universal_event import (
+    AssistantChunkEvent,
+    ForkError,
+    LiveSessionError,
+    OpenToolCall,
+    SessionEndedSeqEvent,
+    SessionInterruptedEvent,
+    SessionLog,
+    StepEndEvent,
+    TextPart,
+    ToolCallEvent,
+    TurnEndEvent,
+    UserMessageEvent,
+)
+from universal_event.repair import find_open_work, repair
+from universal_event.replay import replay
+from universal_event.stores import MemoryStore, Store, open_store
+
+
+def cut_session(store: Store, session_id: str = "cut") -> SessionLog:
+    """Two turns: the first complete, the second cut while its tools were in flight."""
+    log = SessionLog(store, session_id)
+    add_turn(log, 0, tools=1)
+    add_turn(log, 1, tools=1, finish=False)  # step 0 closed; tool ran and returned
+    add_turn(log, 2, tools=1, run_tools=False)  # step open; tool asked for, never started
+    log.append(_running_call("t2"))
+    log.checkpoint()
+    log.close()
+    return log
+
+
+def _running_call(turn_id: str) -> ToolCallEvent:
+    return ToolCallEvent(turn_id=turn_id, call_id="call_running", name="grep")
+
+
+def test_repair_classifies_and_closes_what_was_open(store: Store) -> None:
+    original = cut_session(store)
+    appended = repair(store, "cut")
+    assert [type(e) for e in appended] == [
+        StepEndEvent,
+        TurnEndEvent,
+        TurnEndEvent,
+        SessionInterruptedEvent,
+        SessionEndedSeqEvent,
+    ]
+    step_end = appended[0]
+    assert isinstance(step_end, StepEndEvent)
+    assert (step_end.turn_id, step_end.step, step_end.status) == ("t2", 0, "interrupted")
+    turn_ends = [e for e in appended if isinstance(e, TurnEndEvent)]
+    assert [(e.turn_id, e.status) for e in turn_ends] == [
+        ("t2", "interrupted"),
+        ("t1", "interrupted"),
+    ]
+    interrupted = appended[-2]
+    assert isinstance(interrupted, SessionInterruptedEvent)
+    assert interrupted.closed_turns == ["t1", "t2"]
+    assert interrupted.open_tool_calls == [
+        OpenToolCall(call_id="call_2_0", name="bash", state="not-started"),
+        OpenToolCall(call_id="call_running", name="grep", state="running"),
+    ]
+    ended = appended[-1]
+    assert isinstance(ended, SessionEndedSeqEvent) and ended.last_seq == original.next_seq - 1
+    assert store.latest_seq("cut") == appended[-1].seq  # checkpointed
+    assert not find_open_work(store.read("cut"))
+
+
+def test_repair_is_idempotent(store: Store) -> None:
+    cut_session(store)
+    first = repair(store, "cut")
+    count = store.latest_seq("cut")
+    assert first
+    assert repair(store, "cut") == []
+    assert store.latest_seq("cut") == count
+
+
+def test_repair_of_a_clean_session_adds_nothing(store: Store) -> None:
+    log = SessionLog(store, "clean")
+    add_turn(log, 0)
+    log.checkpoint()
+    log.close()
+    assert repair(store, "clean") == []
+
+
+def test_repair_refuses_a_live_session() -> None:
+    store = MemoryStore()
+    live = SessionLog(store, "live")
+    add_turn(live, 0, finish=False)
+    live.checkpoint()
+    with pytest.raises(LiveSessionError):
+        repair(store, "live")
+    with pytest.raises(LiveSessionError):
+        live.repair()
+    live.close()
+    assert repair(store, "live")
+
+
+def test_new_events_after_a_repair_are_repaired_again() -> None:
+    store = MemoryStore()
+    cut_session(store)
+    repair(store, "cut")
+    resumed = SessionLog.open(store, "cut", live=True)
+    add_turn(resumed, 3, tools=1, run_tools=False)
+    resumed.checkpoint()
+    resumed.close()
+    again = repair(store, "cut")
+    interrupted = [e for e in again if isinstance(e, SessionInterruptedEvent)]
+    assert [c.call_id for c in interrupted[0].open_tool_calls] == ["call_3_0"]
+    assert interrupted[0].closed_turns == ["t3"]
+
+
+# ---------------------------------------------------------------- fork
+
+
+def test_fork_at_a_turn_boundary(store_url: str) -> None:
+    store = open_store(store_url)
+    parent = SessionLog(store, "parent")
+    for turn in range(3):
+        add_turn(parent, turn)
+    parent_events = parent.events()
+    child = parent.fork("child", after_turn="t1")
+    boundary = dict(parent.turn_boundaries())["t1"]
+    assert child.session_id == "child"
+    assert [e.id for e in child.events()] == [e.id for e in parent_events[: boundary + 1]]
+    assert {e.session_id for e in child.events()} == {"child"}
+    assert child.derive_messages() == [m for m in parent.derive_messages() if m.seq <= boundary]
+    child.append(UserMessageEvent(content=[TextPart(text="child only")]))
+    child.checkpoint()
+    assert parent.events() == parent_events
+    assert [e.id for e in store.read("parent")] == [e.id for e in parent_events]
+    assert store.session_info("child").parent_id == "parent"
+    assert child.next_seq == boundary + 2
+
+
+def test_fork_defaults_to_the_last_finished_turn_and_refuses_mid_turn() -> None:
+    parent = SessionLog()
+    add_turn(parent, 0)
+    add_turn(parent, 1, finish=False)
+    child = parent.fork()
+    assert child.next_seq == parent.turn_boundaries()[-1][1] + 1
+    assert child.session_id.startswith(parent.session_id)
+    with pytest.raises(ForkError, match="t1"):
+        parent.fork(after_turn="t1")
+    with pytest.raises(ForkError, match="no finished turn"):
+        SessionLog().fork()
+
+
+# ---------------------------------------------------------------- replay
+
+
+def test_replay_gives_every_event_again_chunks_included() -> None:
+    log = SessionLog()
+    add_turn(log, 0)
+    for delta in ("a", "b", "c"):
+        log.append(AssistantChunkEvent(delta=delta))
+    assert list(log.replay()) == log.events()
+
+
+def test_paced_replay_waits_as_the_original_did() -> None:
+    log = SessionLog()
+    for ts in (100.0, 100.5, 102.5, 102.5, 101.0):
+        log.append(AssistantChunkEvent(delta="x", ts=ts))
+    waits: list[float] = []
+    events = list(replay(log.events(), paced=True, speed=2.0, sleep=waits.append))
+    assert events == log.events()
+    assert waits == [0.25, 1.0]  # equal and backwards timestamps do not wait
+    waits.clear()
+    list(replay(log.events(), paced=True, max_gap=0.1, sleep=waits.append))
+    assert waits == [0.1, 0.1]
+    with pytest.raises(ValueError, match="speed"):
+        list(replay(log.events(), paced=True, speed=0))

@@ -1,0 +1,435 @@
+"""The control plane over HTTP on loopback: writes, reads, errors, auth, resume, overflow."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.transport._support import ResumingClient, ServerThread, post_events, user_events
+from universal_event.codec import encode, encode_lines
+from universal_event.events import RequestHeaderEvent, UserMessageEvent
+from universal_event.parts import TextPart
+from universal_event.server import Limits, Tokens, create_app
+from universal_event.sse import SSEEventDecoder
+from universal_event.stores import MemoryStore
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"
+
+WRITER = "writer-token-0123456789"
+READER = "reader-token-0123456789"
+OTHER = "other-session-token-0123"
+ADMIN = "admin-token-0123456789ab"
+TOKENS = Tokens.parse(
+    f"""
+    {WRITER} s1 write
+    {READER} s1 read
+    {OTHER}  s2 read,write
+    {ADMIN}  *  read
+    """
+)
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    return MemoryStore()
+
+
+@pytest.fixture
+def dev_server(store: MemoryStore) -> Iterator[ServerThread]:
+    with ServerThread(create_app(store, tokens=None, keepalive=0.5)) as server:
+        yield server
+
+
+@pytest.fixture
+def http() -> Iterator[httpx.Client]:
+    with httpx.Client(timeout=10) as client:
+        yield client
+
+
+def _read_all(http: httpx.Client, base: str, session: str, **params: str) -> list[dict]:
+    response = http.get(f"{base}/sessions/{session}/events", params={"follow": "0", **params})
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/event-stream")
+    decoder = SSEEventDecoder()
+    return [json.loads(message.data) for message in decoder.feed(response.content)]
+
+
+# ---------------------------------------------------------------- writes and reads
+
+
+def test_posted_events_come_back_in_order_and_a_retry_adds_nothing(
+    dev_server: ServerThread, http: httpx.Client, store: MemoryStore
+) -> None:
+    events = user_events(20, prefix="a")
+    first = post_events(http, dev_server.url, "s1", events)
+    assert first.json() == {"appended": 20, "duplicates": 0, "first_seq": 0, "last_seq": 19}
+    retry = post_events(http, dev_server.url, "s1", events)
+    assert retry.json() == {"appended": 0, "duplicates": 20}
+    overlapping = post_events(http, dev_server.url, "s1", events[15:] + user_events(3, prefix="b"))
+    assert overlapping.json() == {"appended": 3, "duplicates": 5, "first_seq": 20, "last_seq": 22}
+    assert store.latest_seq("s1") == 22
+    received = _read_all(http, dev_server.url, "s1")
+    assert [e["seq"] for e in received] == list(range(23))
+    assert [e["id"] for e in received] == [f"a-{i}" for i in range(20)] + ["b-0", "b-1", "b-2"]
+    assert all(e["session_id"] == "s1" and e["ts"] > 0 for e in received)
+
+
+def test_json_array_and_single_object_bodies(dev_server: ServerThread, http: httpx.Client) -> None:
+    events = user_events(3, prefix="arr")
+    array = b"[" + b",".join(encode(e) for e in events) + b"]"
+    response = http.post(f"{dev_server.url}/sessions/s1/events", content=array)
+    assert response.json()["appended"] == 3
+    single = json.dumps(json.loads(encode(user_events(1, prefix="one")[0])), indent=2)
+    response = http.post(
+        f"{dev_server.url}/sessions/s1/events",
+        content=single,
+        headers={"content-type": "application/json"},
+    )
+    assert response.json()["appended"] == 1
+    assert [e["id"] for e in _read_all(http, dev_server.url, "s1")] == [
+        "arr-0",
+        "arr-1",
+        "arr-2",
+        "one-0",
+    ]
+
+
+def test_events_without_ids_are_idempotent_by_body_and_by_key(
+    dev_server: ServerThread, http: httpx.Client, store: MemoryStore
+) -> None:
+    body = encode_lines([UserMessageEvent(content=[TextPart(text="hi")])] * 2)
+    url = f"{dev_server.url}/sessions/s1/events"
+    assert http.post(url, content=body).json()["appended"] == 2
+    assert http.post(url, content=body).json() == {"appended": 0, "duplicates": 2}
+    keyed = {"Idempotency-Key": "turn-7"}
+    assert http.post(url, content=body, headers=keyed).json()["appended"] == 2
+    assert http.post(url, content=body, headers=keyed).json()["appended"] == 0
+    assert store.latest_seq("s1") == 3
+
+
+def test_resume_with_last_event_id_header_and_after_param(
+    dev_server: ServerThread, http: httpx.Client
+) -> None:
+    post_events(http, dev_server.url, "s1", user_events(10, prefix="r"))
+    url = f"{dev_server.url}/sessions/s1/events"
+    by_header = http.get(url, params={"follow": "0"}, headers={"Last-Event-ID": "6"})
+    assert [m.id for m in SSEEventDecoder().feed(by_header.content)] == ["7", "8", "9"]
+    assert [e["seq"] for e in _read_all(http, dev_server.url, "s1", after="8")] == [9]
+    # the header (the transport's memory) wins over the URL's ?after
+    both = http.get(url, params={"follow": "0", "after": "2"}, headers={"Last-Event-ID": "8"})
+    assert [m.id for m in SSEEventDecoder().feed(both.content)] == ["9"]
+
+
+def test_native_events_from_a_runtime_are_normalised_and_a_retry_adds_nothing(
+    dev_server: ServerThread, http: httpx.Client, store: MemoryStore
+) -> None:
+    fixture = json.loads(
+        (FIXTURES / "anthropic-messages/stream_client_tool_two_turns.json").read_text()
+    )
+    stream = fixture["interactions"][0]["response_body"].encode()
+    url = f"{dev_server.url}/sessions/native/events?from=anthropic"
+    first = http.post(url, content=stream).json()
+    assert first["appended"] > 3
+    assert http.post(url, content=stream).json() == {"appended": 0, "duplicates": first["appended"]}
+    stored = list(store.read("native"))
+    types = [e.__struct_config__.tag for e in stored]
+    assert "assistant/message" in types and "assistant/chunk" in types
+    assert all(e.source is not None and e.source.runtime == "anthropic" for e in stored)
+
+
+def test_messages_and_render_endpoints(dev_server: ServerThread, http: httpx.Client) -> None:
+    fixture = json.loads(
+        (FIXTURES / "anthropic-messages/stream_client_tool_two_turns.json").read_text()
+    )
+    prompt = fixture["interactions"][0]["request_body"]["messages"][0]["content"][0]["text"]
+    post_events(
+        http,
+        dev_server.url,
+        "m1",
+        [
+            RequestHeaderEvent(id="h0", provider="anthropic", api="messages", model="claude-x"),
+            UserMessageEvent(id="u0", content=[TextPart(text=prompt)]),
+        ],
+    )
+    stream = fixture["interactions"][0]["response_body"].encode()
+    http.post(f"{dev_server.url}/sessions/m1/events?from=anthropic", content=stream)
+    messages = http.get(f"{dev_server.url}/sessions/m1/messages")
+    assert messages.status_code == 200, messages.text
+    roles = [m.get("role") for m in messages.json()]
+    assert roles[:2] == ["user", "assistant"]
+    rendered = http.get(f"{dev_server.url}/sessions/m1/render", params={"to": "anthropic"})
+    assert rendered.status_code == 200, rendered.text
+    assert rendered.json()["model"] == "claude-x"
+    assert rendered.json()["messages"][0]["content"][0]["text"] == prompt
+    bad = http.get(f"{dev_server.url}/sessions/m1/render", params={"to": "cobol"})
+    assert bad.status_code == 400 and "cobol" in bad.json()["error"]["message"]
+    missing = http.get(f"{dev_server.url}/sessions/nobody/messages")
+    assert missing.status_code == 404
+
+
+# ---------------------------------------------------------------- bad input
+
+
+_BIG = encode(UserMessageEvent(id="big", content=[TextPart(text="y" * 2000)]))
+_BAD_INPUT = [
+    # (path, body — GOOD is replaced by two valid events —, headers, status, code, named)
+    (
+        "/sessions/s1/events",
+        b"{not json",
+        {"content-type": "application/json"},
+        400,
+        "invalid_event",
+        "event 0",
+    ),
+    ("/sessions/s1/events", b"[1, 2", {}, 400, "invalid_json", "not JSON"),
+    ("/sessions/s1/events", b'GOOD\n{"type":"tool/result"}\n', {}, 400, "invalid_event", "event 2"),
+    (
+        "/sessions/s1/events",
+        b'GOOD\n{"type":"usage","session_id":"s9","usage":{}}',
+        {},
+        400,
+        "session_mismatch",
+        "'s9'",
+    ),
+    ("/sessions/s1/events", b"  \n ", {}, 400, "empty_body", "no events"),
+    ("/sessions/s1/events?from=fortran", b"GOOD", {}, 400, "unknown_runtime", "'fortran'"),
+    ("/sessions/s1/events", b"GOOD\n" + b" " * 5000, {}, 413, "body_too_large", "limit"),
+    ("/sessions/s1/events", b"GOOD\n" + _BIG, {}, 413, "event_too_large", "event 2"),
+    ("/sessions/bad%20id/events", b"GOOD", {}, 400, "bad_session_id", "session id"),
+    ("/sessions/s1/events", b"GOOD\n" * 3, {}, 413, "too_many_events", "limit is 5"),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "headers", "status", "code", "named"), _BAD_INPUT)
+def test_bad_input_is_a_4xx_json_error_naming_the_problem_and_appends_nothing(
+    store: MemoryStore,
+    http: httpx.Client,
+    path: str,
+    body: bytes,
+    headers: dict[str, str],
+    status: int,
+    code: str,
+    named: str,
+) -> None:
+    limits = Limits(max_body_bytes=4096, max_event_bytes=1024, max_events_per_request=5)
+    good = encode_lines(user_events(2, prefix="ok")).rstrip()
+    with ServerThread(create_app(store, tokens=None, limits=limits)) as server:
+        response = http.post(
+            server.url + path, content=body.replace(b"GOOD", good), headers=headers
+        )
+        assert response.status_code == status, response.text
+        error = response.json()["error"]
+        assert error["code"] == code
+        assert named in error["message"]
+        assert store.list_sessions() == []  # the valid events before the bad one neither
+        # the same server accepts the valid events alone
+        ok = http.post(f"{server.url}/sessions/s1/events", content=good)
+        assert ok.json()["appended"] == 2
+
+
+def test_bad_last_event_id_is_rejected(dev_server: ServerThread, http: httpx.Client) -> None:
+    response = http.get(f"{dev_server.url}/sessions/s1/events", headers={"Last-Event-ID": "seven"})
+    assert response.status_code == 400
+    assert "Last-Event-ID" in response.json()["error"]["message"]
+
+
+# ---------------------------------------------------------------- auth
+
+
+@pytest.fixture
+def auth_server(store: MemoryStore) -> Iterator[ServerThread]:
+    with ServerThread(create_app(store, tokens=TOKENS, keepalive=0.5)) as server:
+        yield server
+
+
+def _bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.mark.parametrize(
+    ("headers", "path", "status"),
+    [
+        ({}, "/sessions/s1/events", 401),  # no token
+        (_bearer("not-a-configured-token-000"), "/sessions/s1/events", 401),
+        (_bearer(READER), "/sessions/s1/events", 403),  # read token used to write
+        (_bearer(OTHER), "/sessions/s1/events", 403),  # token of another session
+        (_bearer(ADMIN), "/sessions/s1/events", 403),  # read-only on every session
+        ({}, f"/sessions/s1/events?token={WRITER}", 401),  # query tokens only for GET
+    ],
+)
+def test_refused_writes_write_nothing(
+    auth_server: ServerThread,
+    http: httpx.Client,
+    store: MemoryStore,
+    headers: dict[str, str],
+    path: str,
+    status: int,
+) -> None:
+    response = http.post(
+        auth_server.url + path, content=encode_lines(user_events(2, prefix="x")), headers=headers
+    )
+    assert response.status_code == status
+    assert response.json()["error"]["code"] in ("unauthenticated", "forbidden")
+    assert store.list_sessions() == []
+
+
+def test_tokens_are_scoped_per_session_and_right(
+    auth_server: ServerThread, http: httpx.Client
+) -> None:
+    url = auth_server.url
+    events = encode_lines(user_events(2, prefix="w"))
+    assert (
+        http.post(f"{url}/sessions/s1/events", content=events, headers=_bearer(WRITER)).json()[
+            "appended"
+        ]
+        == 2
+    )
+    assert (
+        http.post(f"{url}/sessions/s2/events", content=events, headers=_bearer(OTHER)).json()[
+            "appended"
+        ]
+        == 2
+    )
+    read = f"{url}/sessions/s1/events?follow=0"
+    assert http.get(read).status_code == 401
+    assert http.get(read, headers=_bearer(OTHER)).status_code == 403  # other session
+    assert http.get(read, headers=_bearer(WRITER)).status_code == 403  # write-only token
+    ok = http.get(read, headers=_bearer(READER))
+    assert [m.id for m in SSEEventDecoder().feed(ok.content)] == ["0", "1"]
+    by_query = http.get(f"{read}&token={READER}")  # what EventSource can do
+    assert by_query.status_code == 200 and b"id: 1" in by_query.content
+    assert http.get(f"{url}/sessions/s1/messages", headers=_bearer(OTHER)).status_code == 403
+    assert http.get(f"{url}/view/s1?token={OTHER}").status_code == 403
+    assert http.get(f"{url}/sessions").status_code == 401
+    listed = http.get(f"{url}/sessions", headers=_bearer(READER)).json()
+    assert [s["session_id"] for s in listed] == ["s1"]
+    everything = http.get(f"{url}/sessions", headers=_bearer(ADMIN)).json()
+    assert [s["session_id"] for s in everything] == ["s1", "s2"]
+
+
+def test_token_file_format_errors_name_the_line() -> None:
+    with pytest.raises(ValueError, match="line 2: unknown right 'admin'"):
+        Tokens.parse(f"{WRITER} s1 write\n{READER} s1 admin")
+    with pytest.raises(ValueError, match="shorter than 16"):
+        Tokens.parse("short s1 read")
+    tokens = Tokens.parse(f"{WRITER} s1 write; {WRITER} s3 read")
+    assert tokens.allows(WRITER, "s1", "write") and tokens.allows(WRITER, "s3", "read")
+    assert not tokens.allows(WRITER, "s3", "write")
+    assert not tokens.allows(WRITER[:-1], "s1", "write")
+
+
+# ---------------------------------------------------------------- live fan-out and resume
+
+
+def _produce(base: str, session: str, total: int, seed: int, pace: float) -> threading.Thread:
+    """A producer posting ``total`` events in random batches, some of them twice."""
+
+    def run() -> None:
+        rng = random.Random(seed)
+        events = user_events(total, prefix=f"p{seed}")
+        with httpx.Client(timeout=10) as client:
+            position = 0
+            while position < total:
+                batch = events[position : position + rng.randint(1, 25)]
+                assert post_events(client, base, session, batch).status_code == 200
+                if rng.random() < 0.2:  # a producer retry: must add nothing
+                    assert post_events(client, base, session, batch).json()["appended"] == 0
+                position += len(batch)
+                time.sleep(rng.random() * pace)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_fifty_clients_with_random_disconnects_get_every_event_once_in_order(
+    dev_server: ServerThread, store: MemoryStore
+) -> None:
+    total = 600
+    rng = random.Random(1234)
+    clients = [
+        ResumingClient(
+            dev_server.url, "live", rng=random.Random(rng.random()), disconnects=rng.randint(1, 4)
+        )
+        for _ in range(50)
+    ]
+
+    async def watch() -> None:
+        limits = httpx.Limits(max_connections=200)
+        async with httpx.AsyncClient(timeout=20, limits=limits) as client:
+            deadline = time.monotonic() + 40
+            await asyncio.gather(*(c.run(client, total - 1, deadline) for c in clients))
+
+    producer = _produce(dev_server.url, "live", total, seed=5, pace=0.01)
+    asyncio.run(watch())
+    producer.join(10)
+    expected = [(event.seq, event.id) for event in store.read("live")]
+    assert [seq for seq, _ in expected] == list(range(total))
+    for client in clients:
+        assert client.received == expected
+    assert sum(c.connections for c in clients) >= 50 + sum(
+        1 for c in clients
+    )  # reconnects happened
+
+
+def test_an_overflowing_slow_client_is_disconnected_resumes_and_the_producer_never_waits(
+    store: MemoryStore,
+) -> None:
+    limits = Limits(client_buffer_events=8)
+    app = create_app(store, tokens=None, limits=limits, keepalive=0.2)
+    total = 300
+    with ServerThread(app) as server:
+        slow = ResumingClient(server.url, "slow", rng=random.Random(3), disconnects=0)
+        fast = ResumingClient(server.url, "slow", rng=random.Random(4), disconnects=0)
+        post_times: list[float] = []
+        producing = threading.Event()
+
+        def produce() -> None:
+            producing.wait(10)
+            with httpx.Client(timeout=10) as client:
+                for index in range(0, total, 10):
+                    started = time.monotonic()
+                    batch = user_events(10, prefix=f"s{index}", size=20_000)
+                    assert post_events(client, server.url, "slow", batch).status_code == 200
+                    post_times.append(time.monotonic() - started)
+
+        async def slow_reader(client: httpx.AsyncClient) -> None:
+            # Never read until the producer is done: the server-side buffer overflows.
+            url = f"{server.url}/sessions/slow/events"
+            async with client.stream("GET", url) as response:
+                producing.set()
+                while producer.is_alive():
+                    await asyncio.sleep(0.05)
+                body = b"".join([chunk async for chunk in response.aiter_raw()])
+            decoder = SSEEventDecoder()
+            for event in decoder.feed_events(body):
+                slow.received.append((event.seq, event.id))
+            slow.last_event_id = decoder.last_event_id
+            slow.server_closed += 1
+
+        async def main() -> None:
+            async with httpx.AsyncClient(timeout=20) as client:
+                await slow_reader(client)
+                deadline = time.monotonic() + 20
+                await asyncio.gather(
+                    slow.run(client, total - 1, deadline), fast.run(client, total - 1, deadline)
+                )
+
+        producer = threading.Thread(target=produce, daemon=True)
+        producer.start()
+        asyncio.run(main())
+        producer.join(10)
+        health = httpx.get(f"{server.url}/healthz").json()
+    expected = [(event.seq, event.id) for event in store.read("slow")]
+    assert len(expected) == total
+    assert slow.received == expected and fast.received == expected
+    assert slow.server_closed >= 1 and health["overflow_disconnects"] >= 1
+    assert max(post_times) < 2.0  # the producer was never held up by the stalled client

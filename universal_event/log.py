@@ -1,0 +1,556 @@
+"""The session log: the one place a session's events are appended and read back.
+
+"What the model sees must first be in the log": the messages of the next model
+request are derived from the log (:meth:`SessionLog.derive_messages`), never kept on
+the side.
+
+* :meth:`~SessionLog.append` gives each event its ``seq`` (0, 1, 2, ... without gaps),
+  and its ``id``/``ts`` when empty; it always sets ``session_id`` to the log's (the
+  store keys events by it). It is idempotent by ``id``: a producer retrying an event
+  gets the originally logged one back, never a duplicate.
+* Appends are buffered in memory and reach the store at *checkpoints*: before a model
+  request, before a tool runs, before the next step (:meth:`~SessionLog.before_request`,
+  :meth:`~SessionLog.before_tool`, :meth:`~SessionLog.before_step`). A failed
+  checkpoint raises :class:`CheckpointError`, keeps the buffer for a retry, and the
+  guarded block does not run.
+* Surface events carry an intent (append / replace / hidden, see
+  :mod:`universal_event.derive`); only ``user/message``, ``assistant/message`` and
+  ``tool/result`` may. Compression and tool-result pruning are replaces with marker
+  events around them.
+* Request epochs: ``request/header`` is written when the effective request settings
+  change (:meth:`~SessionLog.update_header`), and :meth:`~SessionLog.current_header`
+  gives the settings in force.
+
+A log opened with ``live=True`` (and every log made with the constructor) is the
+session's writer in this process; :func:`universal_event.repair.repair` refuses it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar, cast, overload
+
+import msgspec
+
+from universal_event.derive import SurfaceView
+from universal_event.errors import (
+    CheckpointError,
+    CorruptEventError,
+    SessionNotFoundError,
+    SurfaceError,
+    UniversalEventError,
+)
+from universal_event.events import (
+    AssistantMessageEvent,
+    CompressionEndEvent,
+    CompressionPruneEvent,
+    CompressionStartEvent,
+    CompressionSummaryEvent,
+    Event,
+    EventBase,
+    RequestHeaderEvent,
+    Surface,
+    SurfaceEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    UserMessageEvent,
+)
+from universal_event.messages import Message
+from universal_event.parts import ResultPart, TextPart, UserPart
+from universal_event.projections import Projections
+from universal_event.stores._base import Store
+from universal_event.stores.memory import MemoryStore
+
+__all__ = ["ForkError", "SessionLog", "effective_header", "new_event_id", "new_session_id"]
+
+_E = TypeVar("_E", bound=EventBase)
+_S = TypeVar("_S", bound=SurfaceEvent)
+
+_SURFACE_CLASSES = (UserMessageEvent, AssistantMessageEvent, ToolResultEvent)
+
+_in_tool: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
+    "universal_event_in_tool", default=frozenset()
+)
+"""Ids of the logs whose ``before_tool`` guard the current thread / task is inside."""
+
+_live_logs: weakref.WeakValueDictionary[tuple[int, str], SessionLog] = weakref.WeakValueDictionary()
+"""(id(store), session id) → the live writer of that session in this process."""
+
+
+class ForkError(UniversalEventError, ValueError):
+    """A fork point that is not a turn boundary of the session."""
+
+
+def new_session_id() -> str:
+    """A fresh session id."""
+    return f"ses_{uuid.uuid4().hex}"
+
+
+def new_event_id() -> str:
+    """A fresh event id (the log's, for events a producer left without one)."""
+    return f"evt_{uuid.uuid4().hex}"
+
+
+def effective_header(header: RequestHeaderEvent) -> RequestHeaderEvent:
+    """``header`` with its adapter defaults merged under its explicit ``sampling``.
+
+    Explicit settings win; ``adapter_defaults`` stays as it was so a reader can still
+    tell which values an adapter filled in.
+    """
+    if not header.adapter_defaults:
+        return header
+    merged = {**header.adapter_defaults, **header.sampling}
+    if merged == header.sampling:
+        return header
+    return msgspec.structs.replace(header, sampling=merged)
+
+
+def _header_key(header: RequestHeaderEvent) -> tuple[Any, ...]:
+    """What makes two headers the same epoch: provider, api, model, system, tools and
+    the effective sampling. Adapter defaults that explicit settings override do not
+    count: they change nothing the model sees."""
+    effective = effective_header(header)
+    return (
+        effective.provider,
+        effective.api,
+        effective.model,
+        effective.system,
+        msgspec.json.encode(effective.tools),
+        msgspec.json.encode(effective.sampling, order="sorted"),
+        msgspec.json.encode(header.sampling, order="sorted"),
+    )
+
+
+class SessionLog:
+    """One session's append-only event log over a :class:`~universal_event.stores.Store`.
+
+    ``SessionLog()`` is a fresh session in a memory store. ``SessionLog(store, id)``
+    writes session ``id`` (loading what the store already holds of it);
+    :meth:`open` loads an existing session and fails when there is none.
+    """
+
+    def __init__(
+        self,
+        store: Store | None = None,
+        session_id: str | None = None,
+        *,
+        live: bool = True,
+    ) -> None:
+        self._store: Store = store if store is not None else MemoryStore()
+        self._session_id = session_id or new_session_id()
+        self._events: list[Event] = []
+        self._persisted = 0
+        self._seq_of_id: dict[str, int] = {}
+        self._view = SurfaceView()
+        self._header: RequestHeaderEvent | None = None
+        self._lock = threading.RLock()
+        self._live = False
+        self.projections = Projections(lambda: list(self._events))
+        """Reducers over this log's events (see :mod:`universal_event.projections`)."""
+        self._load()
+        if live:
+            self._mark_live()
+
+    # ------------------------------------------------------------ opening
+
+    @classmethod
+    def open(cls, store: Store, session_id: str, *, live: bool = False) -> SessionLog:
+        """Load an existing session; ``live=True`` when this process keeps writing it."""
+        if store.latest_seq(session_id) < 0:
+            raise SessionNotFoundError(session_id)
+        return cls(store, session_id, live=live)
+
+    def _load(self) -> None:
+        """Read the stored events through the same path live appends take."""
+        for event in self._store.read(self._session_id):
+            if event.seq != len(self._events):
+                raise CorruptEventError(
+                    self._session_id,
+                    event.seq,
+                    f"the store returned seq {event.seq} where {len(self._events)} was due",
+                )
+            if isinstance(event, _SURFACE_CLASSES):
+                self._view.check(event)
+            self._record(event)
+        self._persisted = len(self._events)
+
+    def _mark_live(self) -> None:
+        self._live = True
+        _live_logs[(id(self._store), self._session_id)] = self
+
+    def close(self) -> None:
+        """Stop being the live writer of the session (buffered events are not flushed)."""
+        if self._live:
+            self._live = False
+            key = (id(self._store), self._session_id)
+            if _live_logs.get(key) is self:
+                del _live_logs[key]
+
+    @staticmethod
+    def live_writer(store: Store, session_id: str) -> SessionLog | None:
+        """The live log writing ``session_id`` to ``store`` in this process, if any."""
+        return _live_logs.get((id(store), session_id))
+
+    # ------------------------------------------------------------ properties
+
+    @property
+    def session_id(self) -> str:
+        return self._session_id
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    @property
+    def live(self) -> bool:
+        """Whether this log is the session's writer in this process."""
+        return self._live
+
+    @property
+    def next_seq(self) -> int:
+        """The seq the next appended event gets."""
+        return len(self._events)
+
+    @property
+    def persisted_seq(self) -> int:
+        """How many events have reached the store (the buffered ones follow)."""
+        return self._persisted
+
+    @property
+    def pending(self) -> int:
+        """How many appended events wait for the next checkpoint."""
+        return len(self._events) - self._persisted
+
+    @property
+    def generation(self) -> int:
+        """The surface generation: bumped by every replace."""
+        return self._view.generation
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    # ------------------------------------------------------------ appending
+
+    @overload
+    def append(self, event: _S, *, surface: Surface | None = None) -> _S: ...
+    @overload
+    def append(self, event: _E, *, surface: None = None) -> _E: ...
+
+    def append(self, event: EventBase, *, surface: Surface | None = None) -> EventBase:
+        """Log one event and return it as logged (seq, id, ts, session_id filled).
+
+        ``surface`` sets the intent of a surface event; any other type raises
+        :class:`SurfaceError`, as does a replace whose range is not on the surface.
+        A retry with an id already logged returns the logged event unchanged.
+        """
+        with self._lock:
+            if event.id and event.id in self._seq_of_id:
+                return self._events[self._seq_of_id[event.id]]
+            logged = self._envelope(event, surface)
+            if isinstance(logged, _SURFACE_CLASSES):
+                self._view.check(logged)
+            self._record(cast(Event, logged))
+            return logged
+
+    def extend(self, events: Iterable[EventBase]) -> list[Event]:
+        """Append several events in order; returns them as logged."""
+        return [cast(Event, self.append(event)) for event in events]
+
+    def _envelope(self, event: EventBase, surface: Surface | None) -> EventBase:
+        changes: dict[str, Any] = {"seq": len(self._events), "session_id": self._session_id}
+        if not event.id:
+            changes["id"] = new_event_id()
+        if not event.ts:
+            changes["ts"] = time.time()
+        if surface is not None:
+            if not isinstance(event, _SURFACE_CLASSES):
+                tag = type(event).__struct_config__.tag
+                raise SurfaceError(
+                    f"{tag!r} events never reach the model and cannot carry a surface intent; "
+                    "only user/message, assistant/message and tool/result can"
+                )
+            changes["surface"] = surface
+        return msgspec.structs.replace(event, **changes)
+
+    def _record(self, event: Event) -> None:
+        """Take an enveloped event into memory, the surface and the projections."""
+        self._events.append(event)
+        self._seq_of_id[event.id] = event.seq
+        if isinstance(event, _SURFACE_CLASSES):
+            self._view.apply(event)
+        elif isinstance(event, RequestHeaderEvent):
+            self._header = event
+        self.projections.feed(event)
+
+    # ------------------------------------------------------------ checkpoints
+
+    def checkpoint(self) -> int:
+        """Write the buffered events to the store; returns how many were written.
+
+        On failure raises :class:`CheckpointError` (the store's error is its cause) and
+        keeps the buffer, so a later checkpoint retries the same events.
+        """
+        with self._lock:
+            batch = self._events[self._persisted :]
+            if not batch:
+                return 0
+            try:
+                self._store.append(self._session_id, batch, expected_seq=self._persisted)
+            except Exception as exc:
+                raise CheckpointError(
+                    f"session {self._session_id!r}: checkpoint of seqs "
+                    f"{self._persisted}..{self._persisted + len(batch) - 1} failed: {exc}"
+                ) from exc
+            self._persisted += len(batch)
+            return len(batch)
+
+    @contextmanager
+    def before_request(self, header: RequestHeaderEvent | None = None) -> Iterator[None]:
+        """Guard a model request: log ``header`` when it starts a new epoch, checkpoint,
+        then run the block (not at all when the checkpoint fails)."""
+        if header is not None:
+            self.update_header(header)
+        self.checkpoint()
+        yield
+
+    @contextmanager
+    def before_tool(self, call_id: str) -> Iterator[None]:
+        """Guard a tool run: checkpoint, then run the block.
+
+        A tool call nested inside another's guard (a sub-agent's tool, in the same
+        thread or task) reuses the outer checkpoint instead of taking its own.
+        """
+        inside = _in_tool.get()
+        if id(self) not in inside:
+            self.checkpoint()
+        token = _in_tool.set(inside | {id(self)})
+        try:
+            yield
+        finally:
+            _in_tool.reset(token)
+
+    @contextmanager
+    def before_step(self) -> Iterator[None]:
+        """Guard the next step: checkpoint, then run the block."""
+        self.checkpoint()
+        yield
+
+    # ------------------------------------------------------------ reading
+
+    def events(self, start: int = 0, end: int | None = None) -> list[Event]:
+        """Logged events with ``start <= seq < end`` (buffered ones included)."""
+        return self._events[start:end]
+
+    def get(self, seq: int) -> Event:
+        """The event at ``seq``."""
+        if not 0 <= seq < len(self._events):
+            raise IndexError(f"session {self._session_id!r} has no seq {seq}")
+        return self._events[seq]
+
+    def event_by_id(self, event_id: str) -> Event | None:
+        """The logged event with this id, if any."""
+        seq = self._seq_of_id.get(event_id)
+        return None if seq is None else self._events[seq]
+
+    def derive_messages(self) -> list[Message]:
+        """The neutral messages the model sees now (kept incrementally, see ``derive``)."""
+        with self._lock:
+            return self._view.messages()
+
+    def surface_seqs(self) -> list[int]:
+        """The seqs of the surface nodes, in order."""
+        with self._lock:
+            return self._view.seqs()
+
+    def sync(self) -> list[Event]:
+        """Pick up events another writer stored after ours (only with nothing buffered)."""
+        with self._lock:
+            if self.pending:
+                raise CheckpointError(
+                    f"session {self._session_id!r}: {self.pending} events are buffered; "
+                    "checkpoint before syncing"
+                )
+            fresh = list(self._store.read(self._session_id, self._persisted))
+            for event in fresh:
+                if event.seq != len(self._events):
+                    raise CorruptEventError(
+                        self._session_id, event.seq, f"expected seq {len(self._events)}"
+                    )
+                self._record(event)
+            self._persisted = len(self._events)
+            return fresh
+
+    # ------------------------------------------------------------ request epochs
+
+    def current_header(self) -> RequestHeaderEvent | None:
+        """The request settings in force: the last header, adapter defaults merged under
+        its explicit sampling."""
+        return None if self._header is None else effective_header(self._header)
+
+    def update_header(self, header: RequestHeaderEvent) -> RequestHeaderEvent | None:
+        """Log ``header`` when it starts a new epoch; returns it as logged, or None when
+        the settings in force are already the same."""
+        with self._lock:
+            if self._header is not None and _header_key(self._header) == _header_key(header):
+                return None
+            return self.append(header)
+
+    # ------------------------------------------------------------ surface operations
+
+    def replace(self, start: int, end: int, event: _S) -> _S:
+        """Swap surface nodes ``start..end`` (seqs, inclusive) for ``event``."""
+        return self.append(event, surface=Surface(op="replace", start=start, end=end))
+
+    def compress(
+        self,
+        start: int,
+        end: int,
+        summary: str | Sequence[UserPart],
+        *,
+        reason: str | None = None,
+        tokens_before: int | None = None,
+        tokens_after: int | None = None,
+    ) -> UserMessageEvent:
+        """Replace surface nodes ``start..end`` by a summary, with compression markers.
+
+        Writes ``compression/start``, the summary as a ``user/message`` replacing the
+        range, ``compression/summary`` (pointing at that message) and
+        ``compression/end``. Returns the summary message. Nothing is written when the
+        range is not on the surface.
+        """
+        parts: list[UserPart] = (
+            [TextPart(text=summary)] if isinstance(summary, str) else list(summary)
+        )
+        text = "".join(p.text for p in parts if isinstance(p, TextPart))
+        with self._lock:
+            self._view._range(start, end, self.next_seq)  # validate before writing anything
+            self.append(CompressionStartEvent(start=start, end=end, reason=reason))
+            message = self.replace(start, end, UserMessageEvent(content=parts))
+            self.append(
+                CompressionSummaryEvent(
+                    text=text,
+                    start=start,
+                    end=end,
+                    message_seq=message.seq,
+                    tokens_before=tokens_before,
+                    tokens_after=tokens_after,
+                )
+            )
+            saved = (
+                tokens_before - tokens_after
+                if tokens_before is not None and tokens_after is not None
+                else None
+            )
+            self.append(CompressionEndEvent(tokens_saved=saved))
+            return message
+
+    def prune(
+        self,
+        seqs: Sequence[int],
+        replacement: str | Sequence[ResultPart] = "[tool output pruned]",
+        *,
+        tokens_saved: int = 0,
+    ) -> list[ToolResultEvent]:
+        """Replace the ``tool/result`` nodes at ``seqs`` by shorter results.
+
+        Writes ``compression/prune`` (the pruned seqs, the tokens saved and the seqs of
+        the replacements) followed by one replacement ``tool/result`` per pruned result,
+        same call id and name. Returns the replacements.
+        """
+        parts: list[ResultPart] = (
+            [TextPart(text=replacement)] if isinstance(replacement, str) else list(replacement)
+        )
+        with self._lock:
+            originals: list[ToolResultEvent] = []
+            for seq in seqs:
+                event = self.get(seq) if 0 <= seq < self.next_seq else None
+                if not isinstance(event, ToolResultEvent):
+                    raise SurfaceError(f"prune: seq {seq} is not a tool/result")
+                if seq not in self._view:
+                    raise SurfaceError(f"prune: tool/result seq {seq} is not on the surface")
+                originals.append(event)
+            first = self.next_seq + 1
+            self.append(
+                CompressionPruneEvent(
+                    pruned=list(seqs),
+                    tokens_saved=tokens_saved,
+                    replacement_seqs=list(range(first, first + len(originals))),
+                )
+            )
+            return [
+                self.replace(
+                    original.seq,
+                    original.seq,
+                    ToolResultEvent(
+                        call_id=original.call_id,
+                        name=original.name,
+                        content=parts,
+                        is_error=original.is_error,
+                        turn_id=original.turn_id,
+                        step=original.step,
+                        parent_id=original.parent_id,
+                    ),
+                )
+                for original in originals
+            ]
+
+    # ------------------------------------------------------------ repair, fork, replay
+
+    def repair(self, *, reason: str | None = None) -> list[Event]:
+        """Close a cut-off session (see :mod:`universal_event.repair`)."""
+        from universal_event.repair import repair_log
+
+        return repair_log(self, reason=reason)
+
+    def turn_boundaries(self) -> list[tuple[str | None, int]]:
+        """(turn id, seq of its ``turn/end``) of every finished turn, in order."""
+        return [(e.turn_id, e.seq) for e in self._events if isinstance(e, TurnEndEvent)]
+
+    def fork(
+        self, new_session_id: str | None = None, *, after_turn: str | None = None
+    ) -> SessionLog:
+        """A new session sharing this one's history up to a turn boundary.
+
+        ``after_turn`` names the turn whose ``turn/end`` is the last shared event
+        (default: the last finished turn). This log is checkpointed first; the store
+        copies the events and this session is left unchanged. Returns the child, live.
+        """
+        boundaries = self.turn_boundaries()
+        if after_turn is None:
+            if not boundaries:
+                raise ForkError(f"session {self._session_id!r} has no finished turn to fork at")
+            upto = boundaries[-1][1]
+        else:
+            matches = [seq for turn_id, seq in boundaries if turn_id == after_turn]
+            if not matches:
+                raise ForkError(
+                    f"session {self._session_id!r} has no finished turn {after_turn!r} "
+                    "(a fork point must be a turn boundary)"
+                )
+            upto = matches[-1]
+        self.checkpoint()
+        child_id = new_session_id or new_session_id_for_fork(self._session_id)
+        self._store.fork(self._session_id, child_id, upto_seq=upto)
+        return SessionLog.open(self._store, child_id, live=True)
+
+    def replay(self, *, paced: bool = False, speed: float = 1.0) -> Iterator[Event]:
+        """Every event again, chunks included (see :func:`universal_event.replay.replay`)."""
+        from universal_event.replay import replay
+
+        return replay(list(self._events), paced=paced, speed=speed)
+
+    def projection(self, name: str) -> Any:
+        """The state of a projection (built-ins registered on first use)."""
+        with self._lock:
+            return self.projections.get(name)
+
+
+def new_session_id_for_fork(parent_id: str) -> str:
+    """A child session id that shows its parent."""
+    return f"{parent_id}.fork-{uuid.uuid4().hex[:8]}"

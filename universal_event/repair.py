@@ -1,0 +1,154 @@
+"""Repair of a cut-off session: close what was left open, say so in the log.
+
+A session whose process died mid-turn leaves open turns, steps and tool calls behind.
+Repair (of a session nobody is writing any more) appends:
+
+* ``step/end`` and ``turn/end`` with status ``interrupted`` for every open step and
+  turn, innermost first;
+* ``session/interrupted`` listing the open tool calls, each classified as
+  ``not-started`` (the model asked for it in an ``assistant/message``, no ``tool/call``
+  was logged) or ``running`` (``tool/call`` logged, no ``tool/result``), and the turns
+  it closed;
+* ``session/ended-seq`` naming the last seq written before the interruption.
+
+Repair is idempotent: a ``session/interrupted`` settles the tool calls it lists, and
+the turns and steps are closed, so a second repair finds nothing open and adds
+nothing. Tool calls left without results are *not* given fake results here: renderers
+repair orphans for their target (see ``adapters/_render.py``).
+
+A live session (one with a writer in this process, see ``SessionLog(live=True)``) is
+refused with :class:`LiveSessionError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
+
+from universal_event.errors import LiveSessionError
+from universal_event.events import (
+    AssistantMessageEvent,
+    Event,
+    OpenToolCall,
+    SessionEndedSeqEvent,
+    SessionInterruptedEvent,
+    StepEndEvent,
+    StepStartEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+from universal_event.parts import ToolCallPart
+from universal_event.stores._base import Store
+
+if TYPE_CHECKING:
+    from universal_event.log import SessionLog
+
+__all__ = ["OpenWork", "find_open_work", "repair", "repair_log"]
+
+_T = TypeVar("_T")
+
+
+@dataclass
+class OpenWork:
+    """What a session left open, in the order it was opened."""
+
+    turns: list[str | None] = field(default_factory=list)
+    """Turn ids of the turns started and not ended."""
+    steps: list[tuple[str | None, int | None]] = field(default_factory=list)
+    """(turn id, step) of the steps started and not ended."""
+    tool_calls: dict[str, OpenToolCall] = field(default_factory=dict)
+    """Call id → the open call, classified."""
+
+    def __bool__(self) -> bool:
+        return bool(self.turns or self.steps or self.tool_calls)
+
+
+def _close_last(items: list[_T], item: _T) -> None:
+    """Remove the last occurrence of ``item``, else the last item (an unnamed close)."""
+    for index in range(len(items) - 1, -1, -1):
+        if items[index] == item:
+            del items[index]
+            return
+    if items:
+        items.pop()
+
+
+def find_open_work(events: Iterable[Event]) -> OpenWork:
+    """Walk a session's events and collect the turns, steps and tool calls still open."""
+    work = OpenWork()
+    finished: set[str] = set()
+    for event in events:
+        if isinstance(event, TurnStartEvent):
+            work.turns.append(event.turn_id)
+        elif isinstance(event, TurnEndEvent):
+            turn_id = event.turn_id
+            _close_last(work.turns, turn_id)
+            work.steps = [s for s in work.steps if s[0] != turn_id]
+        elif isinstance(event, StepStartEvent):
+            work.steps.append((event.turn_id, event.step))
+        elif isinstance(event, StepEndEvent):
+            key = (event.turn_id, event.step)
+            _close_last(work.steps, key)
+        elif isinstance(event, AssistantMessageEvent):
+            for part in event.content:
+                if isinstance(part, ToolCallPart) and part.id not in finished:
+                    work.tool_calls.setdefault(
+                        part.id, OpenToolCall(call_id=part.id, name=part.name, state="not-started")
+                    )
+        elif isinstance(event, ToolCallEvent):
+            if event.call_id not in finished:
+                work.tool_calls[event.call_id] = OpenToolCall(
+                    call_id=event.call_id, name=event.name, state="running"
+                )
+        elif isinstance(event, ToolResultEvent):
+            finished.add(event.call_id)
+            work.tool_calls.pop(event.call_id, None)
+        elif isinstance(event, SessionInterruptedEvent):
+            # A previous repair reported these calls; they stay settled.
+            finished.update(work.tool_calls)
+            work.tool_calls.clear()
+    return work
+
+
+def repair_log(log: SessionLog, *, reason: str | None = None) -> list[Event]:
+    """Repair a loaded, non-live session log; returns the events appended (maybe none)."""
+    if log.live:
+        raise LiveSessionError(
+            f"session {log.session_id!r} is live (its writer is this log); repair only "
+            "sessions nobody is writing"
+        )
+    work = find_open_work(log.events())
+    if not work:
+        return []
+    last_seq = log.next_seq - 1
+    appended: list[Event] = []
+    for turn_id, step in reversed(work.steps):
+        appended.append(log.append(StepEndEvent(turn_id=turn_id, step=step, status="interrupted")))
+    for turn_id in reversed(work.turns):
+        appended.append(log.append(TurnEndEvent(turn_id=turn_id, status="interrupted")))
+    appended.append(
+        log.append(
+            SessionInterruptedEvent(
+                open_tool_calls=list(work.tool_calls.values()),
+                closed_turns=[t for t in work.turns if t is not None],
+                reason=reason or "session cut off; repaired on load",
+            )
+        )
+    )
+    appended.append(log.append(SessionEndedSeqEvent(last_seq=last_seq)))
+    log.checkpoint()
+    return appended
+
+
+def repair(store: Store, session_id: str, *, reason: str | None = None) -> list[Event]:
+    """Load ``session_id`` from ``store`` and repair it; refuses a live session."""
+    from universal_event.log import SessionLog
+
+    if SessionLog.live_writer(store, session_id) is not None:
+        raise LiveSessionError(
+            f"session {session_id!r} has a live writer in this process; refusing to repair"
+        )
+    return repair_log(SessionLog.open(store, session_id, live=False), reason=reason)

@@ -1,0 +1,570 @@
+"""The Store conformance suite: what every backend must do, runnable on yours.
+
+Two ways to run it (neither needs pytest to import this module)::
+
+    from universal_event.testing import run_store_conformance
+
+    def test_my_store():
+        run_store_conformance(lambda: MyStore(...))          # every check, in turn
+
+or, to see one pytest test per check::
+
+    from universal_event.testing import StoreConformance
+
+    class TestMyStore(StoreConformance):
+        def make_store(self) -> Store:
+            return MyStore(...)
+
+        def reopen_store(self, store: Store) -> Store | None:   # optional: durability
+            store.close()
+            return MyStore(...)                               # same underlying data
+
+``make_store`` is called once per check and must return an *empty* store. Each check
+closes the stores it made. Checks raise ``AssertionError`` (or the store's own
+exception) with the check's name in front.
+
+What is checked: appends and conflicts (a taken or skipped seq raises
+:class:`~universal_event.errors.ConflictError` and writes nothing), batch validation,
+byte-exact round trips of every kind of event including a large tool result, ordered
+ranged streaming reads, ``latest_seq``, session metadata, ``fork``, ``delete``, ``tail``
+(returns at once, times out, wakes on an append from another thread), and many threads
+appending to one session (no gap, no duplicate).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from universal_event.codec import encode
+from universal_event.errors import ConflictError, SessionNotFoundError
+from universal_event.events import (
+    AssistantChunkEvent,
+    AssistantMessageEvent,
+    Event,
+    NativeUnknownEvent,
+    SessionStartEvent,
+    Source,
+    ToolCallEvent,
+    ToolResultEvent,
+    Usage,
+    UsageEvent,
+    UserMessageEvent,
+)
+from universal_event.parts import Provenance, TextPart, ThinkingPart, ToolCallPart
+from universal_event.stores._base import Store
+
+__all__ = [
+    "CHECKS",
+    "StoreConformance",
+    "large_tool_result",
+    "run_store_conformance",
+    "sample_events",
+]
+
+StoreFactory = Callable[[], Store]
+Reopen = Callable[[Store], "Store | None"]
+Check = Callable[[StoreFactory, "Reopen | None"], None]
+
+LARGE_RESULT_BYTES = 20 * 1024 * 1024
+"""Size of the large tool result the suite round-trips (the issue's 20 MB)."""
+
+
+# ---------------------------------------------------------------------- sample data
+
+
+def sample_events(
+    session_id: str, start: int, count: int, *, runtime: str = "anthropic"
+) -> list[Event]:
+    """``count`` enveloped events with seqs ``start..start+count-1``, of varied types.
+
+    Deterministic in (session, seq): a reader can rebuild what must be stored.
+    """
+    return [_sample_event(session_id, seq, runtime) for seq in range(start, start + count)]
+
+
+def _sample_event(session_id: str, seq: int, runtime: str) -> Event:
+    envelope: dict[str, Any] = {
+        "seq": seq,
+        "id": f"{session_id}-ev-{seq}",
+        "session_id": session_id,
+        "ts": 1_700_000_000.0 + seq / 8,
+        "source": Source(runtime=runtime, native_type="sample", model="m-1"),
+    }
+    kind = seq % 8
+    if kind == 0:
+        return SessionStartEvent(**envelope, runtime=runtime, metadata={"k": [1, 2.5, None]})
+    if kind == 1:
+        return UserMessageEvent(**envelope, content=[TextPart(text=f'question {seq} ✓ "q"\n')])
+    if kind == 2:
+        return AssistantChunkEvent(**envelope, message_id="msg_1", delta=f"tok{seq}")
+    if kind == 3:
+        return AssistantMessageEvent(
+            **envelope,
+            message_id="msg_1",
+            provenance=Provenance(provider="anthropic", api="messages", model="m-1"),
+            content=[
+                ThinkingPart(text="hmm", signature="sig=="),
+                TextPart(text=f"answer {seq}"),
+                ToolCallPart(id=f"call_{seq}", name="bash", arguments={"cmd": "ls -la"}),
+            ],
+        )
+    if kind == 4:
+        return ToolCallEvent(**envelope, call_id=f"call_{seq - 1}", name="bash")
+    if kind == 5:
+        return ToolResultEvent(
+            **envelope, call_id=f"call_{seq - 2}", content=[TextPart(text="a\tb\u0000c")]
+        )
+    if kind == 6:
+        return UsageEvent(**envelope, usage=Usage(input_tokens=seq, output_tokens=2))
+    return NativeUnknownEvent(
+        **envelope, runtime=runtime, native_type="x.y", payload={"n": seq, "f": 0.1, "u": "é"}
+    )
+
+
+def large_tool_result(session_id: str, seq: int, size: int = LARGE_RESULT_BYTES) -> Event:
+    """A tool result whose text is ``size`` characters, with escapes and non-ASCII mixed in."""
+    unit = 'line of output: "quoted" \\ back\tslash — ünïcödé 🙂\n'
+    text = (unit * (size // len(unit) + 1))[:size]
+    return ToolResultEvent(
+        seq=seq,
+        id=f"{session_id}-big-{seq}",
+        session_id=session_id,
+        ts=1_700_000_000.5,
+        call_id="call_big",
+        name="cat",
+        content=[TextPart(text=text)],
+    )
+
+
+def _new_session_id(label: str) -> str:
+    return f"{label}-{uuid.uuid4().hex[:10]}"
+
+
+def _read_all(store: Store, session_id: str, start: int = 0, end: int | None = None) -> list[Event]:
+    return list(store.read(session_id, start, end))
+
+
+def _assert_same(stored: list[Event], written: list[Event]) -> None:
+    assert len(stored) == len(written), f"read {len(stored)} events, wrote {len(written)}"
+    for got, want in zip(stored, written, strict=True):
+        assert got == want, f"seq {want.seq}: read back {got!r}, wrote {want!r}"
+        assert encode(got) == encode(want), f"seq {want.seq}: bytes differ after the round trip"
+
+
+# ---------------------------------------------------------------------- the checks
+
+
+def check_round_trip(make_store: StoreFactory, reopen: Reopen | None) -> None:
+    """Events of every kind read back equal and byte-identical, in seq order."""
+    with _closing(make_store()) as store:
+        session = _new_session_id("rt")
+        written = sample_events(session, 0, 16)
+        store.append(session, written[:5], expected_seq=0)
+        store.append(session, written[5:], expected_seq=5)
+        _assert_same(_read_all(store, session), written)
+        assert store.latest_seq(session) == 15
+
+
+def check_read_ranges(make_store: StoreFactory, reopen: Reopen | None) -> None:
+    """``read(start, end)`` is half-open, clamps at the end, and is empty past it."""
+    with _closing(make_store()) as store:
+        session = _new_session_id("range")
+        written = sample_events(session, 0, 30)
+        store.append(session, written, expected_seq=0)
+        _assert_same(_read_all(store, session, 10, 20), written[10:20])
+        _assert_same(_read_all(store, session, 25), written[25:])
+        _assert_same(_read_all(store, session, 25, 1000), written[25:])
+        _assert_same(_read_all(store, session, 0, 0), [])
+        _assert_same(_read_all(store, session, 30), [])
+        _assert_same(_read_all(store, "no-such-session"), [])
+
+
+def check_read_streams(make_store: StoreFactory, reopen: Reopen | None) -> None:
+    """``read`` is a lazy iterator: it can be stopped early and interleaved with appends."""
+    with _closing(make_store()) as store:
+        session = _new_session_id("stream")
+        written = sample_events(session, 0, 1200)
+        store.append(session, written, expected_seq=0)
+        stream = store.read(session)
+        assert iter(stream) is stream, "read() must return an iterator, not a container"
+        first = next(stream)
+        assert first.seq == 0
+        more = sample_events(session, 1200, 5)
+        store.append(session, more, expected_seq=1200)
+        rest = list(stream)
+        assert [e.seq for e in rest[:1199]] == list(range(1, 1200))
+        assert all(e.seq == 1200 + i for i, e in enumerate(rest[1199:])), "out of order"
+
+
+def check_conflicts(make_store: StoreFactory, reopen: Reopen | None) -> None:
+    """A taken or skipped seq raises ConflictError naming both seqs, writing nothing."""
+    with _closing(make_store()) as store:
+        session = _new_session_id("conflict")
+        written = sample_events(session, 0, 5)
+        store.append(session, written[:3], expected_seq=0)
+        for expected in (0, 2, 4):
+            batch = sample_events(session, expected, 2)
+            try:
+                store.append(session, batch, expected_seq=expected)
+            except ConflictError as exc:
+                assert exc.session_id == session
+                assert exc.expected_seq == expected
+                assert exc.actual_seq == 3, f"actual_seq {exc.actual_seq}, store is at 3"
+            else:
+                raise AssertionError(f"append at seq {expected} over 0..2 did not conflict")
+        assert store.latest_seq(session) == 2
+        _assert_same(_read_all(store, session), written[:3])
+        store.append(session, written[3:], expected_seq=3)
+        _assert_same(_read_all(store, session), written)
+
+
+def check_conflict_on_new_session(make_store: StoreFactory, reopen: Reopen | None) -> None:
+    """A first append that does not start at seq 0 conflicts and creates nothing."""
+    with _closing(make_store()) as store:
+        session = _new_session_id("gap")
+        try:
+            store.append(session, sample_events(session, 3, 2), expected_seq=3)
+        except ConflictError as exc:
+            assert exc.actual_seq == 0
+        else:
+            raise AssertionError("a first append at seq 3 did not conflict")
+        assert store.latest_seq(session) == -1
+        assert session not in {info.session_id for info in store.list_sessions()}
+
+
+def check_batch_validation(make_store: StoreFactory, reopen: Reopen | None) -> None:
+    """A batch with non-contiguous seqs or another session's event is refused whole."""
+    with _closing(make_store()) as store:
+        session = _new_session_id("batch")
+        events = sample_events(session, 0, 4)
+        bad_batches = [
+            [events[0], events[1], events[3]],
+            [events[0], msgspec.structs.replace(events[1], session_id="other")],
+        ]
+        for batch in bad_batches:
+            try:
+                store.append(session, batch, expected_seq=0)
+            except ValueError:
+                pass
+            else:
+                raise AssertionError("an invalid batch was accepted")
+        assert store.latest_seq(session) == -1
+        assert _read_all(store, session) == []
+
+
+def check_empty_batch(make_store: StoreFactory, reopen: Reopen | None) -> None:
+    """An empty batch at the right seq is a no-op; at a wrong seq it conflicts."""
+    with _closing(make_store()) as store:
+        session = _new_session_id("empty")
+        store.append(session, [], expected_seq=0)
+        assert store.latest_seq(session) == -1
+        store.append(session, sample_events(session, 0, 2), expected_seq=0)
+        store.append(session, [], expected_seq=2)
+        try:
+            store.append(session, [], expected_seq=1)
+        except ConflictError:
+            pass
+        else:
+            raise AssertionError("an empty batch at a taken seq did not conflict")
+        assert store.latest_seq(session) == 1
+
+
+def check_sessions_isolated(make_store: StoreFactory, reopen: Reopen | None) -> None:
+    """Interleaved appends to two sessions never mix."""
+    with _closing(make_store()) as store:
+        first, second = _new_session_id("iso-a"), _new_session_id("iso-b")
+        a, b = sample_events(first, 0, 10), sample_events(second, 0, 10, runtime="codex")
+        for index in range(0, 10, 2):
+            store.append(first, a[index : index + 2], expected_seq=index)
+            store.append(second, b[index : index + 2], expected_seq=index)
+        _assert_same(_read_all(store, first), a)
+        _assert_same(_read_all(store, second), b)
+
+
+def check_session_metadata(make_store: StoreFactory, reopen: Reopen | None) -> None:
+    """``list_sessions``/``session_info``: sorted ids, runtime, times, event counts."""
+    with _closing(make_store()) as store:
+        assert store.list_sessions() == [], "make_store must return an empty store"
+        ids = sorted([_new_session_id("meta-b"), _new_session_id("meta-a")])
+        before = time.time()
+        store.append(ids[0], sample_events(ids[0], 0, 3, runtime="codex"), expected_seq=0)
+        store.append(ids[1], sample_events(ids[1], 0, 1), expected_seq=0)
+        first_info = store.session_info(ids[0])
+        time.sleep(0.02)
+        store.append(ids[0], sample_events(ids[0], 3, 4), expected_seq=3)
+        listed = store.list_sessions()
+        assert [info.session_id for info in listed] == ids
+        info = listed[0]
+        assert info == store.session_info(ids[0])
+        assert info.runtime == "codex"
+        assert info.event_count == 7
+        assert listed[1].event_count == 1 and listed[1].runtime == "anthropic"
+        assert before - 5 <= info.created <= info.last_activity <= time.time() + 5
+        assert info.last_activity >= first_info.last_activity
+        assert info.created == first_info.created
+        assert info.parent_id is None and info.fork_seq is None
+        try:
+            store.session_info(_new_session_id("missing"))
+        except SessionNotFoundError:
+            pass
+        else:
+            raise AssertionError("session_info of an unknown session did not raise")
+
+
+def check_fork(make_store: StoreFactory, reopen: Reopen | None) -> None:
+    """A fork copies 0..upto_seq under the new id; the parent is untouched."""
+    with _closing(make_store()) as store:
+        parent, child = _new_session_id("parent"), _new_session_id("child")
+        written = sample_events(parent, 0, 10)
+        store.append(parent, written, expected_seq=0)
+        store.fork(parent, child, upto_seq=4)
+        copied = _read_all(store, child)
+        expected = [msgspec.structs.replace(e, session_id=child) for e in written[:5]]
+        _assert_same(copied, expected)
+        info = store.session_info(child)
+        assert (info.parent_id, info.fork_seq, info.event_count) == (parent, 4, 5)
+        assert info.runtime == "anthropic"
+        store.append(child, sample_events(child, 5, 2), expected_seq=5)
+        assert store.latest_seq(child) == 6
+        _assert_same(_read_all(store, parent), written)
+        for target, source in ((child, parent), (parent, child)):
+            try:
+                store.fork(source, target, upto_seq=1)
+            except ConflictError:
+                pass
+            else:
+                raise AssertionError(f"fork onto existing session {target!r} did not conflict")
+        try:
+            store.fork(_new_session_id("missing"), _new_session_id("x"), upto_seq=0)
+        except SessionNotFoundError:
+            pass
+        else:
+            raise AssertionError("fork of an unknown session did not raise")
+
+
+def check_delete(make_store: StoreFactory, reopen: Reopen | None) -> None:
+    """Delete removes a session whole; its id can start over; others stay."""
+    with _closing(make_store()) as store:
+        doomed, kept = _new_session_id("doomed"), _new_session_id("kept")
+        store.append(doomed, sample_events(doomed, 0, 5), expected_seq=0)
+        store.append(kept, sample_events(kept, 0, 3), expected_seq=0)
+        store.delete(doomed)
+        assert store.latest_seq(doomed) == -1
+        assert _read_all(store, doomed) == []
+        assert [info.session_id for info in store.list_sessions()] == [kept]
+        try:
+            store.session_info(doomed)
+        except SessionNotFoundError:
+            pass
+        else:
+            raise AssertionError("session_info of a deleted session did not raise")
+        again = sample_events(doomed, 0, 2, runtime="codex")
+        store.append(doomed, again, expected_seq=0)
+        _assert_same(_read_all(store, doomed), again)
+        assert store.session_info(doomed).runtime == "codex"
+        store.delete(_new_session_id("never-existed"))
+        assert store.latest_seq(kept) == 2
+
+
+def check_tail(make_store: StoreFactory, reopen: Reopen | None) -> None:
+    """``tail`` returns stored events at once, waits, times out, and wakes on appends."""
+    with _closing(make_store()) as store:
+        session = _new_session_id("tail")
+        written = sample_events(session, 0, 6)
+        store.append(session, written[:4], expected_seq=0)
+        _assert_same(store.tail(session, 1, timeout=5), written[2:4])
+        started = time.monotonic()
+        assert store.tail(session, 3, timeout=0.3) == []
+        waited = time.monotonic() - started
+        assert 0.25 <= waited < 3, f"tail with timeout 0.3 s returned after {waited:.2f} s"
+
+        def append_later() -> None:
+            time.sleep(0.15)
+            store.append(session, written[4:], expected_seq=4)
+
+        writer = threading.Thread(target=append_later)
+        started = time.monotonic()
+        writer.start()
+        woke = store.tail(session, 3, timeout=10)
+        waited = time.monotonic() - started
+        writer.join()
+        assert woke, "tail timed out although another thread appended"
+        _assert_same(woke, written[4 : 4 + len(woke)])
+        assert waited < 3, f"tail woke {waited:.2f} s after an append 0.15 s in"
+
+
+def check_concurrent_writers(make_store: StoreFactory, reopen: Reopen | None) -> None:
+    """Threads racing on one session: every batch lands once, seqs stay contiguous."""
+    with _closing(make_store()) as store:
+        session = _new_session_id("race")
+        writers, batches_each = 4, 15
+        conflicts = [0] * writers
+        errors: list[BaseException] = []
+
+        def write(writer: int) -> None:
+            try:
+                for batch in range(batches_each):
+                    while True:
+                        seq = store.latest_seq(session) + 1
+                        events = [
+                            msgspec.structs.replace(event, id=f"w{writer}-b{batch}-{i}")
+                            for i, event in enumerate(sample_events(session, seq, 2))
+                        ]
+                        try:
+                            store.append(session, events, expected_seq=seq)
+                            break
+                        except ConflictError:
+                            conflicts[writer] += 1
+            except BaseException as exc:  # reported to the main thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors, f"a writer failed: {errors[0]!r}"
+        stored = _read_all(store, session)
+        assert [e.seq for e in stored] == list(range(writers * batches_each * 2))
+        ids = [e.id for e in stored]
+        assert len(set(ids)) == len(ids), "a batch was stored twice"
+        assert store.session_info(session).event_count == len(stored)
+
+
+def check_large_event(make_store: StoreFactory, reopen: Reopen | None) -> None:
+    """A 20 MB tool result between small events round-trips byte for byte."""
+    with _closing(make_store()) as store:
+        session = _new_session_id("large")
+        written = sample_events(session, 0, 2)
+        written.append(large_tool_result(session, 2))
+        written += sample_events(session, 3, 2)
+        store.append(session, written[:2], expected_seq=0)
+        store.append(session, written[2:], expected_seq=2)
+        stored = _read_all(store, session)
+        _assert_same(stored, written)
+        big = stored[2]
+        assert isinstance(big, ToolResultEvent)
+        part = big.content[0]
+        assert isinstance(part, TextPart) and len(part.text) == LARGE_RESULT_BYTES
+
+
+def check_durable_across_reopen(make_store: StoreFactory, reopen: Reopen | None) -> None:
+    """After close and reopen everything is there and appends continue (needs ``reopen``)."""
+    if reopen is None:
+        return
+    store = make_store()
+    session, parent = _new_session_id("durable"), _new_session_id("durable-parent")
+    written = sample_events(session, 0, 12)
+    store.append(session, written[:6], expected_seq=0)
+    store.append(session, written[6:], expected_seq=6)
+    store.append(parent, sample_events(parent, 0, 3), expected_seq=0)
+    store.fork(parent, f"{parent}-fork", upto_seq=1)
+    info_before = store.session_info(session)
+    again = reopen(store)
+    assert again is not None, "reopen returned no store"
+    with _closing(again):
+        _assert_same(_read_all(again, session), written)
+        assert again.latest_seq(session) == 11
+        assert again.session_info(session).event_count == info_before.event_count
+        assert again.session_info(session).created == info_before.created
+        assert again.session_info(f"{parent}-fork").parent_id == parent
+        more = sample_events(session, 12, 3)
+        again.append(session, more, expected_seq=12)
+        _assert_same(_read_all(again, session, 10), written[10:] + more)
+
+
+CHECKS: dict[str, Check] = {
+    "round_trip": check_round_trip,
+    "read_ranges": check_read_ranges,
+    "read_streams": check_read_streams,
+    "conflicts": check_conflicts,
+    "conflict_on_new_session": check_conflict_on_new_session,
+    "batch_validation": check_batch_validation,
+    "empty_batch": check_empty_batch,
+    "sessions_isolated": check_sessions_isolated,
+    "session_metadata": check_session_metadata,
+    "fork": check_fork,
+    "delete": check_delete,
+    "tail": check_tail,
+    "concurrent_writers": check_concurrent_writers,
+    "large_event": check_large_event,
+    "durable_across_reopen": check_durable_across_reopen,
+}
+"""Every check by name, in the order ``run_store_conformance`` runs them."""
+
+
+def run_check(name: str, make_store: StoreFactory, reopen: Reopen | None = None) -> None:
+    """Run one check; an AssertionError names the check."""
+    try:
+        CHECKS[name](make_store, reopen)
+    except AssertionError as exc:
+        raise AssertionError(f"store conformance {name!r}: {exc}") from exc
+
+
+def run_store_conformance(
+    make_store: StoreFactory,
+    *,
+    reopen: Reopen | None = None,
+    skip: frozenset[str] = frozenset(),
+) -> list[str]:
+    """Run every check (minus ``skip``) with a fresh store each; return the names run."""
+    unknown = skip - CHECKS.keys()
+    assert not unknown, f"unknown checks in skip: {sorted(unknown)}"
+    ran = []
+    for name in CHECKS:
+        if name not in skip:
+            run_check(name, make_store, reopen)
+            ran.append(name)
+    return ran
+
+
+class StoreConformance:
+    """Subclass as ``TestSomething`` and define ``make_store``: one pytest test per check."""
+
+    def make_store(self) -> Store:
+        """An empty store of the backend under test."""
+        raise NotImplementedError
+
+    def reopen_store(self, store: Store) -> Store | None:
+        """Close ``store`` and open the same data again; ``None`` skips the durability check."""
+        return None
+
+    def _run(self, name: str) -> None:
+        reopen = self.reopen_store if _overrides_reopen(self) else None
+        run_check(name, self.make_store, reopen)
+
+
+def _overrides_reopen(suite: StoreConformance) -> bool:
+    return type(suite).reopen_store is not StoreConformance.reopen_store
+
+
+def _add_test(name: str) -> None:
+    def test(self: StoreConformance) -> None:
+        self._run(name)
+
+    test.__name__ = f"test_{name}"
+    test.__doc__ = CHECKS[name].__doc__
+    setattr(StoreConformance, test.__name__, test)
+
+
+for _name in CHECKS:
+    _add_test(_name)
+
+
+class _closing:
+    """``with _closing(store)``: close the store whatever happens (stores are not CMs)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def __enter__(self) -> Store:
+        return self.store
+
+    def __exit__(self, *exc: object) -> None:
+        self.store.close()
