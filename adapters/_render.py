@@ -62,6 +62,7 @@ __all__ = [
     "is_blank",
     "map_tool_call_id",
     "merged_sampling",
+    "model_snapshot_family",
     "render_history",
     "same_origin",
     "warning",
@@ -209,9 +210,38 @@ class ToolIdMapper:
 # ---------------------------------------------------------------- reasoning
 
 
+_SNAPSHOT_SUFFIX = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
+
+
+def model_snapshot_family(model: str | None) -> str | None:
+    """A model name without its snapshot suffix: ``claude-sonnet-4-20250514`` and the
+    alias ``claude-sonnet-4-0`` → ``claude-sonnet-4``; ``gpt-5-2025-08-07`` → ``gpt-5``."""
+    if model is None:
+        return None
+    base = _SNAPSHOT_SUFFIX.sub("", model)
+    return base[:-2] if base.endswith("-0") else base
+
+
 def same_origin(provenance: Provenance | None, target: Provenance) -> bool:
-    """True when provider-bound content from ``provenance`` may go to ``target`` (rule 1)."""
-    return provenance is not None and provenance.same_origin(target)
+    """True when provider-bound content from ``provenance`` may go to ``target`` (rule 1).
+
+    Provider and api must match exactly; the model must be the same model, where an
+    alias and its dated snapshot count as one: the API reports the snapshot
+    (``claude-sonnet-4-20250514``, ``gpt-5-2025-08-07``) for a request made with the
+    alias, and replaying to the alias is accepted (recorded: anthropic-messages/
+    thinking_tool_use_nonstream and openai-responses/reasoning_summaries_encrypted_replay,
+    both HTTP 200). Two different models (another Claude, another GPT) never match.
+    """
+    if provenance is None:
+        return False
+    if provenance.same_origin(target):
+        return True
+    return (
+        provenance.provider == target.provider
+        and provenance.api == target.api
+        and provenance.model is not None
+        and model_snapshot_family(provenance.model) == model_snapshot_family(target.model)
+    )
 
 
 def reasoning_origin(part: ThinkingPart, message: AssistantMessage) -> Provenance | None:

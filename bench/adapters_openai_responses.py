@@ -6,7 +6,7 @@ The stream copies the shape of the recorded 2025-2026 events (``event:`` lines,
 ``sequence_number`` on every event, ``obfuscation`` on deltas, ``logprobs: []`` on text
 deltas, the whole response echoed by created / in_progress / completed): a reasoning
 item with 300 summary deltas, a function call in 200 argument fragments, a message in
-1,474 text deltas, with their added / done events, and ``response.completed`` with
+1,484 text deltas, with their added / done events, and ``response.completed`` with
 usage. The project side feeds the bytes in 4 KiB pieces (a network read's size) and
 encodes every event as a JSON line, i.e. what the log would store.
 
@@ -33,7 +33,7 @@ from universal_event.codec import encode_lines  # noqa: E402
 
 SUMMARY_DELTAS = 300
 ARGUMENT_FRAGMENTS = 200
-TEXT_DELTAS = 1_474
+TEXT_DELTAS = 1_484
 PIECE = 4096
 RESPONSE_ID = "resp_0fabc13af1ee0049006a691dfdab8881a1a75f2db7ff78cb83"
 PREFIX = "0fabc13af1ee0049006a691dfe60b081a1baa444d3cf19af"

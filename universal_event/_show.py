@@ -21,6 +21,7 @@ from universal_event.events import (
     ToolOutputEvent,
     ToolResultEvent,
     TurnEndEvent,
+    TurnStartEvent,
     UsageEvent,
     UserMessageEvent,
 )
@@ -110,23 +111,30 @@ def _detail(event: Event) -> str:
 
 
 def _row(seq: str, turn: str, step: str, kind: str, detail: str) -> str:
-    return f"{seq:>6}  {turn:<14}  {step:>4}  {kind:<20}  {detail}".rstrip()
+    return f"{seq:>9}  {turn:<5}  {step:>4}  {kind:<20}  {detail}".rstrip()
 
 
 def session_table(session_id: str, events: Iterable[Event]) -> list[str]:
     """The lines of ``show``: one row per event, runs of streamed chunks folded into one."""
     rows: list[str] = []
-    turns = 0
-    tool_calls = 0
+    turn_numbers: dict[str | None, str] = {}
+    requested = 0
+    tool_runs = 0
     count = 0
     run: list[Event] = []
+
+    def turn_of(event: Event) -> str:
+        """Turns are numbered in order of first appearance (native ids are long)."""
+        if event.turn_id is None:
+            return ""
+        return turn_numbers.setdefault(event.turn_id, f"#{len(turn_numbers) + 1}")
 
     def flush_run() -> None:
         if run:
             first, last = run[0], run[-1]
             kind = "assistant/chunk" if isinstance(first, AssistantChunkEvent) else "tool/output"
             seqs = f"{first.seq}" if first is last else f"{first.seq}-{last.seq}"
-            rows.append(_row(seqs, first.turn_id or "", _step(first), kind, f"{len(run)} streamed"))
+            rows.append(_row(seqs, turn_of(first), _step(first), kind, f"{len(run)} streamed"))
             run.clear()
 
     for event in events:
@@ -137,14 +145,19 @@ def session_table(session_id: str, events: Iterable[Event]) -> list[str]:
             run.append(event)
             continue
         flush_run()
-        turns += isinstance(event, TurnEndEvent)
-        tool_calls += isinstance(event, ToolCallEvent)
+        tool_runs += isinstance(event, ToolCallEvent)
+        if isinstance(event, AssistantMessageEvent):
+            requested += sum(isinstance(p, ToolCallPart) for p in event.content)
         tag = type(event).__struct_config__.tag
         assert isinstance(tag, str)
-        rows.append(_row(str(event.seq), event.turn_id or "", _step(event), tag, _detail(event)))
+        detail = _detail(event)
+        if isinstance(event, TurnStartEvent) and event.turn_id:
+            detail = f"id {event.turn_id}"
+        rows.append(_row(str(event.seq), turn_of(event), _step(event), tag, detail))
     flush_run()
     header = [
-        f"session {session_id}: {count} events, {turns} finished turns, {tool_calls} tool runs",
+        f"session {session_id}: {count} events, {len(turn_numbers)} turns, "
+        f"{requested} tool calls requested, {tool_runs} run",
         _row("seq", "turn", "step", "event", "detail"),
     ]
     return header + rows

@@ -162,7 +162,38 @@ def cmd_derive(args: argparse.Namespace) -> int:
     return 0
 
 
-cmd_render = _not_available("render")
+def cmd_render(args: argparse.Namespace) -> int:
+    """The stored session rendered as the target SDK's ``create()`` keyword arguments.
+
+    Warnings (repaired orphans, dropped foreign reasoning) go to stderr, one per line.
+    """
+    import importlib
+
+    from adapters._render import RenderPolicy
+    from universal_event.errors import RenderError
+
+    module = importlib.import_module(
+        {
+            "anthropic": "adapters.anthropic",
+            "openai-chat": "adapters.openai_chat",
+            "openai-responses": "adapters.openai_responses",
+        }[args.target]
+    )
+    store = _open_store(args)
+    try:
+        log = _open_log(store, args.session)
+        header = log.current_header()
+        if header is None or (header.model is None and args.model is None):
+            raise RenderError(f"session {args.session!r} has no request/header with a model")
+        warnings: list[Any] = []
+        policy = RenderPolicy(model=args.model)
+        rendered = module.render_request(log.derive_messages(), header, policy, warnings=warnings)
+        _write_json(rendered)
+        for warning in warnings:
+            print(f"universal-event: warning: [{warning.code}] {warning.message}", file=sys.stderr)
+    finally:
+        store.close()
+    return 0
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
@@ -295,6 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
     render = add("render", cmd_render, "the SDK create() keyword arguments for a target")
     render.add_argument("--session", required=True)
     render.add_argument("--to", dest="target", required=True, choices=TARGET_CHOICES)
+    render.add_argument("--model", default=None, help="target model (default: the session's)")
 
     add("sessions", cmd_sessions, "list stored sessions")
     show = add("show", cmd_show, "a readable table of a session's turns, steps, tool calls")

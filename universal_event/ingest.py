@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from universal_event.events import Event
 
-__all__ = ["normalize_bytes"]
+__all__ = ["REQUEST_RUNTIMES", "normalize_bytes", "parse_request_body"]
+
+REQUEST_RUNTIMES: dict[str, str] = {
+    "anthropic-request": "adapters.anthropic",
+    "openai-chat-request": "adapters.openai_chat",
+    "openai-responses-request": "adapters.openai_responses",
+}
+"""``<target>-request`` runtime → the request-format package whose ``parse_request``
+reads a provider request body (a history held in that provider's format)."""
 
 _CHUNK = 1 << 16
 
@@ -15,6 +23,8 @@ def normalize_bytes(runtime: str, data: bytes) -> list[Event]:
     Every adapter's ``feed`` accepts raw bytes of its wire format (SSE for the API
     streams, JSON lines for the CLI runtimes), buffered across chunk boundaries.
     """
+    if runtime in REQUEST_RUNTIMES:
+        return parse_request_body(runtime, data)
     from adapters import create_adapter
 
     adapter = create_adapter(runtime)
@@ -23,4 +33,22 @@ def normalize_bytes(runtime: str, data: bytes) -> list[Event]:
     for offset in range(0, len(view), _CHUNK):
         events.extend(adapter.feed(bytes(view[offset : offset + _CHUNK])))
     events.extend(adapter.close())
+    return events
+
+
+def parse_request_body(runtime: str, data: bytes) -> list[Event]:
+    """A provider request body (one JSON object: the ``create()`` kwargs) as events."""
+    import importlib
+
+    import msgspec
+
+    from universal_event.errors import DecodeError
+
+    try:
+        body = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise DecodeError(f"not a JSON request body: {exc}") from exc
+    if not isinstance(body, dict):
+        raise DecodeError("a request body must be a JSON object")
+    events: list[Event] = importlib.import_module(REQUEST_RUNTIMES[runtime]).parse_request(body)
     return events

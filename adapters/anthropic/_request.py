@@ -473,8 +473,8 @@ def _source(native_type: str, model: str | None = None) -> Source:
 
 
 def _parse_header(kwargs: dict[str, Any]) -> RequestHeaderEvent:
-    extra = dict(kwargs.pop("extra_body", None) or {}) if "extra_body" in kwargs else {}
-    body = {**kwargs, **extra}
+    body = {**kwargs, **(kwargs.get("extra_body") or {})}
+    body.pop("extra_body", None)
     system = body.get("system")
     if isinstance(system, list):
         system = "\n\n".join(block.get("text", "") for block in system)

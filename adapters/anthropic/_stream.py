@@ -99,6 +99,15 @@ _HTTP_STATUS_OF_ERROR = {
 }
 """Anthropic's documented error type → HTTP status (an in-stream error has no status)."""
 
+_DELTA_WIRE_NAMES = {
+    "text": ("text_delta", "text"),
+    "thinking": ("thinking_delta", "thinking"),
+    "signature": ("signature_delta", "signature"),
+    "tool_arguments": ("input_json_delta", "partial_json"),
+    "citation": ("citations_delta", "citation"),
+}
+"""Chunk kind → the native delta type and field (to keep a misplaced delta whole)."""
+
 _SDK_HELPER_EVENTS = frozenset({"text", "thinking", "input_json", "citation", "signature"})
 """``MessageStream`` convenience events that only repeat a raw delta."""
 
@@ -141,6 +150,7 @@ class _Block:
         "citations",
         "index",
         "json_parts",
+        "known",
         "native",
         "signature",
         "text_parts",
@@ -153,6 +163,7 @@ class _Block:
         self.index = index
         self.native = native
         self.type: str = str(native.get("type"))
+        self.known = _part_kind(self.type) != "unknown"
         self.text_parts: list[str] = []
         self.json_parts: list[str] = []
         self.citations: list[Citation] = []
@@ -216,10 +227,13 @@ class AnthropicAdapter(Adapter):
         self._turn_usage: Usage | None = None
         self._next_step = 0
         self._sse = SSEDecoder()
+        self._sse_tail = b""
+        self._sse_general = False
         self._mode: str | None = None  # "sse" | "json", decided by the first bytes
         self._json_buffer = bytearray()
         self._id_prefix = new_id()[:20] + "-"
         self._id_counter = 0
+        self._now = 0.0
         self.finished: dict[str, tuple[str | None, str]] = {}
         """message id → (stop_reason, status) of every message that ended (for hosts)."""
 
@@ -228,6 +242,7 @@ class AnthropicAdapter(Adapter):
     def feed(self, native: Any) -> list[Event]:
         """Normalise bytes, a str, a dict or an SDK object; see the module docstring."""
         out: list[Event] = []
+        self._now = time.time()  # arrival time, shared by the chunks of this input
         if isinstance(native, bytes | bytearray | memoryview):
             self._feed_bytes(bytes(native), out)
         elif isinstance(native, str):
@@ -247,8 +262,13 @@ class AnthropicAdapter(Adapter):
         results and the next request belong to it.
         """
         out: list[Event] = []
+        self._now = time.time()
         if self._mode == "sse":
-            for frame in self._sse.flush():
+            if self._sse_general:
+                frames = self._sse.flush()
+            else:
+                frames = self._frame_decoder_for(self._sse_tail) if self._sse_tail.strip() else []
+            for frame in frames:
                 self._on_frame(frame, out)
         elif self._json_buffer.strip():
             raw = bytes(self._json_buffer)
@@ -256,6 +276,8 @@ class AnthropicAdapter(Adapter):
                 self.unknown(None, raw.decode("utf-8", "replace"), "truncated or malformed JSON")
             )
         self._sse = SSEDecoder()
+        self._sse_tail = b""
+        self._sse_general = False
         self._mode = None
         self._json_buffer.clear()
         if self._message is not None:
@@ -323,10 +345,46 @@ class AnthropicAdapter(Adapter):
                 return
             self._mode = "json" if head[:1] in (b"{", b"[") else "sse"
         if self._mode == "sse":
-            for frame in self._sse.feed(chunk):
-                self._on_frame(frame, out)
+            self._feed_sse(chunk, out)
         else:
             self._feed_json(chunk, out)
+
+    def _feed_sse(self, chunk: bytes, out: list[Event]) -> None:
+        """SSE framing. The API sends ``\n`` line ends only, so frames are split on the
+        blank line in one C-level pass; the first ``\r`` seen (a proxy rewrote the
+        stream) switches to the general :class:`SSEDecoder` for good."""
+        if self._sse_general or b"\r" in chunk:
+            if not self._sse_general:
+                self._sse_general = True
+                chunk, self._sse_tail = self._sse_tail + chunk, b""
+            for frame in self._sse.feed(chunk):
+                self._on_frame(frame, out)
+            return
+        raw_frames = (self._sse_tail + chunk).split(b"\n\n")
+        self._sse_tail = raw_frames.pop()
+        for raw in raw_frames:
+            self._on_raw_sse_frame(raw, out)
+
+    def _on_raw_sse_frame(self, frame: bytes, out: list[Event]) -> None:
+        if frame.startswith(b"event:"):
+            newline = frame.find(b"\n")
+            if (
+                newline != -1
+                and frame.startswith(b"data:", newline + 1)
+                and (frame.find(b"\n", newline + 1) == -1)
+            ):
+                # The usual shape: one event line, one data line.
+                data = frame[newline + 6 :]
+                event = frame[6:newline].strip().decode("utf-8", "replace")
+                self._on_frame(SSEFrame(event, data[1:] if data[:1] == b" " else data), out)
+                return
+        for parsed in self._frame_decoder_for(frame):
+            self._on_frame(parsed, out)
+
+    @staticmethod
+    def _frame_decoder_for(frame: bytes) -> list[SSEFrame]:
+        decoder = SSEDecoder()
+        return decoder.feed(frame + b"\n\n")
 
     def _feed_json(self, chunk: bytes, out: list[Event]) -> None:
         """A whole JSON body (non-streamed message, error) or JSON lines of events."""
@@ -383,14 +441,15 @@ class AnthropicAdapter(Adapter):
             return
         if type(event) is _wire.ContentBlockDelta:
             delta = event.delta
-            if type(delta) is _wire.TextDelta:
-                self._text(event.index, delta.text, out)
-            elif type(delta) is _wire.InputJsonDelta:
-                self._input_json(event.index, delta.partial_json, out)
-            elif type(delta) is _wire.ThinkingDelta:
-                self._thinking(event.index, delta.thinking, out)
-            elif type(delta) is _wire.SignatureDelta:
-                self._signature(event.index, delta.signature, out)
+            kind = type(delta)
+            if kind is _wire.TextDelta:
+                self._delta(event.index, "text", delta.text, out)  # type: ignore[union-attr]
+            elif kind is _wire.InputJsonDelta:
+                self._delta(event.index, "tool_arguments", delta.partial_json, out)  # type: ignore[union-attr]
+            elif kind is _wire.ThinkingDelta:
+                self._delta(event.index, "thinking", delta.thinking, out)  # type: ignore[union-attr]
+            elif kind is _wire.SignatureDelta:
+                self._delta(event.index, "signature", delta.signature, out)  # type: ignore[union-attr]
             else:
                 assert type(delta) is _wire.CitationsDelta
                 self._citation(event.index, delta.citation, out)
@@ -547,7 +606,24 @@ class AnthropicAdapter(Adapter):
             reason = "unknown content block type; kept out of the assistant message"
             out.append(self.unknown(block.type, native, reason))
 
-    def _chunk(self, block: _Block, kind: Any, delta: str, out: list[Event], **fields: Any) -> None:
+    def _delta(self, index: int, kind: Any, value: str, out: list[Event]) -> None:
+        """One streamed delta: accumulate it in its block and emit its chunk (hot path)."""
+        message = self._message
+        block = message.blocks.get(index) if message is not None else None
+        if block is None or not block.known:
+            self._misplaced_delta(index, kind, value, out)
+            return
+        if kind == "tool_arguments":
+            block.json_parts.append(value)
+        elif kind == "signature":
+            block.signature += value
+        else:
+            block.text_parts.append(value)
+        self._emit_chunk(block, kind, value, out, None)
+
+    def _emit_chunk(
+        self, block: _Block, kind: Any, value: str, out: list[Event], citation: Citation | None
+    ) -> None:
         message = self._message
         assert message is not None
         self._id_counter += 1
@@ -555,7 +631,7 @@ class AnthropicAdapter(Adapter):
             AssistantChunkEvent(
                 id=f"{self._id_prefix}{self._id_counter:x}",
                 session_id=self.session_id,
-                ts=time.time(),
+                ts=self._now,
                 turn_id=self.turn_id,
                 step=self.step,
                 source=message.chunk_source,
@@ -563,74 +639,57 @@ class AnthropicAdapter(Adapter):
                 message_id=message.id,
                 index=block.index,
                 kind=kind,
-                delta=delta,
+                delta=value,
                 tool_call_id=block.tool_id,
                 tool_name=block.tool_name,
-                **fields,
+                citation=citation,
             )
         )
 
-    def _block(self, index: int, delta_kind: str, payload: Any, out: list[Event]) -> _Block | None:
-        """The open block a delta belongs to; a delta out of order is kept as unknown."""
+    def _misplaced_delta(self, index: int, kind: str, value: Any, out: list[Event]) -> None:
+        """A delta with no open block of a known type to go to: kept, never dropped."""
         message = self._message
         block = message.blocks.get(index) if message is not None else None
-        if block is None or _part_kind(block.type) == "unknown":
-            why = (
-                "delta outside a message"
-                if message is None
-                else f"delta for block index {index} that never started (out of order)"
-                if block is None
-                else f"delta for unknown block type {block.type!r}"
-            )
-            event = {"type": "content_block_delta", "index": index, "delta": payload}
-            out.append(self.unknown("content_block_delta", event, why))
-            return None
-        return block
+        why = (
+            "delta outside a message"
+            if message is None
+            else f"delta for block index {index} that never started (out of order)"
+            if block is None
+            else f"delta for unknown block type {block.type!r}"
+        )
+        native_kind, field = _DELTA_WIRE_NAMES[kind]
+        payload = {"type": native_kind, field: value}
+        event = {"type": "content_block_delta", "index": index, "delta": payload}
+        out.append(self.unknown("content_block_delta", event, why))
 
     def _text(self, index: int, text: str, out: list[Event], *, skip_empty: bool = False) -> None:
-        if skip_empty and not text:
-            return
-        block = self._block(index, "text_delta", {"type": "text_delta", "text": text}, out)
-        if block is not None:
-            block.text_parts.append(text)
-            self._chunk(block, "text", text, out)
+        if text or not skip_empty:
+            self._delta(index, "text", text, out)
 
     def _thinking(
         self, index: int, text: str, out: list[Event], *, skip_empty: bool = False
     ) -> None:
-        if skip_empty and not text:
-            return
-        payload = {"type": "thinking_delta", "thinking": text}
-        block = self._block(index, "thinking_delta", payload, out)
-        if block is not None:
-            block.text_parts.append(text)
-            self._chunk(block, "thinking", text, out)
+        if text or not skip_empty:
+            self._delta(index, "thinking", text, out)
 
     def _signature(
         self, index: int, signature: str, out: list[Event], *, skip_empty: bool = False
     ) -> None:
-        if skip_empty and not signature:
-            return
-        payload = {"type": "signature_delta", "signature": signature}
-        block = self._block(index, "signature_delta", payload, out)
-        if block is not None:
-            block.signature += signature
-            self._chunk(block, "signature", signature, out)
+        if signature or not skip_empty:
+            self._delta(index, "signature", signature, out)
 
     def _input_json(self, index: int, partial: str, out: list[Event]) -> None:
-        payload = {"type": "input_json_delta", "partial_json": partial}
-        block = self._block(index, "input_json_delta", payload, out)
-        if block is not None:
-            block.json_parts.append(partial)
-            self._chunk(block, "tool_arguments", partial, out)
+        self._delta(index, "tool_arguments", partial, out)
 
     def _citation(self, index: int, native: dict[str, Any], out: list[Event]) -> None:
-        payload = {"type": "citations_delta", "citation": native}
-        block = self._block(index, "citations_delta", payload, out)
-        if block is not None:
-            citation = citation_of(native)
-            block.citations.append(citation)
-            self._chunk(block, "citation", "", out, citation=citation)
+        message = self._message
+        block = message.blocks.get(index) if message is not None else None
+        if block is None or not block.known:
+            self._misplaced_delta(index, "citation", native, out)
+            return
+        citation = citation_of(native)
+        block.citations.append(citation)
+        self._emit_chunk(block, "citation", "", out, citation)
 
     def _block_stop(self, index: int, out: list[Event]) -> None:
         message = self._message

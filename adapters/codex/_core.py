@@ -39,6 +39,7 @@ from universal_event.events import (
     AssistantChunkEvent,
     AssistantMessageEvent,
     Event,
+    NativeUnknownEvent,
     Source,
     ToolCallEvent,
     ToolResultEvent,
@@ -156,8 +157,17 @@ class CodexCore(Adapter):
         model: str | None = None,
         **fields: Any,
     ) -> EventT:
-        """:meth:`Adapter.make` with a cheaper id and the adapter's model in ``source``."""
+        """:meth:`Adapter.make` with a cheaper id and the adapter's model in ``source``.
+
+        ``model`` also fills the event's own ``model`` field when it has one
+        (``session/start``, ``request/header``, ``usage``), and ``native_type`` the
+        ``native/unknown`` event's own.
+        """
         fields.setdefault("turn_id", self.turn_id)
+        if model is not None and "model" in event_type.__struct_fields__:
+            fields["model"] = model
+        if event_type is NativeUnknownEvent:
+            fields.setdefault("native_type", native_type)
         if native_id is None and model is None:
             source = self._sources.get(native_type)
             if source is None or source.model != self.model:

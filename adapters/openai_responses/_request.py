@@ -210,7 +210,7 @@ def _assistant_items(
         elif isinstance(part, ServerToolCallPart | ServerToolResultPart):
             origin = part.provenance or message.provenance
             if origin is not None and origin.provider == PROVIDER and origin.api == API:
-                items.append(dict(part.native))
+                items.append(_replay_item(part.native))
             else:
                 warnings.append(
                     warning("server_tool_dropped", f"{type(part).__name__} of another provider")
@@ -252,6 +252,19 @@ def _add_text(
     if isinstance(part, TextPart) and part.phase is not None:
         item["phase"] = part.phase
     items.append(item)
+
+
+def _replay_item(native: dict[str, Any]) -> dict[str, Any]:
+    """A server-tool output item as input. ``web_search_call.action.sources`` is output
+    only (sent when ``include`` asks for it, with source types such as ``api`` that the
+    input schema lacks: the SDK's ``ResponseInputParam`` rejects them); clients replay
+    the item without it (fixtures/recorded/openai-responses/stream_web_search_call #1,
+    HTTP 200)."""
+    item = dict(native)
+    action = item.get("action")
+    if item.get("type") == "web_search_call" and isinstance(action, dict) and "sources" in action:
+        item["action"] = {key: value for key, value in action.items() if key != "sources"}
+    return item
 
 
 def _reasoning_item(part: ThinkingPart) -> dict[str, Any]:

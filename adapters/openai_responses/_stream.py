@@ -131,60 +131,74 @@ _raw_decoder = msgspec.json.Decoder()
 class _Partial:
     """An output item still streaming: the ``added`` item plus the deltas so far.
 
-    Only read when the stream is cut (``close``) or fails: a finished item is replaced
-    by its ``output_item.done`` form.
+    Deltas are kept as the wire structs themselves (one list append on the hot path)
+    and only assembled when the stream is cut (``close``) or fails: a finished item is
+    replaced by its ``output_item.done`` form. ``chunk_meta`` caches, per native delta
+    type, what every chunk of this item repeats (source, tool call id and name).
     """
 
-    __slots__ = ("item", "pieces")
+    __slots__ = ("chunk_meta", "deltas", "item")
 
     def __init__(self, item: dict[str, Any]) -> None:
         self.item = item
-        self.pieces: dict[tuple[str, int], list[str]] = {}
+        self.deltas: list[wire.ItemDelta] = []
+        self.chunk_meta: dict[str, tuple[Source, str | None, str | None]] = {}
 
-    def add(self, slot: str, index: int, delta: str) -> None:
-        key = (slot, index)
-        pieces = self.pieces.get(key)
-        if pieces is None:
-            self.pieces[key] = [delta]
-        else:
-            pieces.append(delta)
-
-    def text(self, slot: str, index: int = 0) -> str | None:
-        pieces = self.pieces.get((slot, index))
-        return None if pieces is None else "".join(pieces)
+    def pieces(self) -> dict[tuple[str, int], str]:
+        """(slot, content / summary index) → the text the deltas add up to."""
+        joined: dict[tuple[str, int], list[str]] = {}
+        for delta in self.deltas:
+            index = getattr(delta, "content_index", None)
+            if index is None:
+                index = getattr(delta, "summary_index", 0)
+            key = (_SLOTS[type(delta)], index if isinstance(index, int) else 0)
+            joined.setdefault(key, []).append(delta.delta)
+        return {key: "".join(texts) for key, texts in joined.items()}
 
     def assemble(self) -> dict[str, Any]:
         """The item as far as it got (text, arguments, summaries filled from deltas)."""
         item = dict(self.item)
         item_type = item.get("type")
+        pieces = self.pieces()
+
+        def indexed(slot: str) -> list[tuple[int, str]]:
+            return sorted((index, text) for (name, index), text in pieces.items() if name == slot)
+
+        arguments = pieces.get(("arguments", 0))
         if item_type == "message":
-            indexes = sorted(index for slot, index in self.pieces if slot in ("text", "refusal"))
-            item["content"] = [
-                {"type": "refusal", "refusal": self.text("refusal", index)}
-                if ("refusal", index) in self.pieces
-                else {"type": "output_text", "text": self.text("text", index), "annotations": []}
-                for index in indexes
+            content = [
+                (index, {"type": "output_text", "text": text, "annotations": []})
+                for index, text in indexed("text")
+            ] + [
+                (index, {"type": "refusal", "refusal": text}) for index, text in indexed("refusal")
             ]
+            item["content"] = [part for _, part in sorted(content, key=lambda entry: entry[0])]
         elif item_type in ("function_call", "mcp_call"):
-            item["arguments"] = self.text("arguments") or item.get("arguments") or ""
+            item["arguments"] = arguments or item.get("arguments") or ""
         elif item_type == "custom_tool_call":
-            item["input"] = self.text("arguments") or item.get("input") or ""
+            item["input"] = arguments or item.get("input") or ""
         elif item_type == "code_interpreter_call":
-            item["code"] = self.text("arguments") or item.get("code")
+            item["code"] = arguments or item.get("code")
         elif item_type == "reasoning":
-            summaries = sorted(index for slot, index in self.pieces if slot == "summary")
-            if summaries:
-                item["summary"] = [
-                    {"type": "summary_text", "text": self.text("summary", index)}
-                    for index in summaries
-                ]
-            reasoning = sorted(index for slot, index in self.pieces if slot == "thinking")
-            if reasoning:
-                item["content"] = [
-                    {"type": "reasoning_text", "text": self.text("thinking", index)}
-                    for index in reasoning
-                ]
+            if summaries := indexed("summary"):
+                item["summary"] = [{"type": "summary_text", "text": t} for _, t in summaries]
+            if reasoning := indexed("thinking"):
+                item["content"] = [{"type": "reasoning_text", "text": t} for _, t in reasoning]
         return item
+
+
+_SLOTS: dict[type[Any], str] = {
+    wire.OutputTextDelta: "text",
+    wire.RefusalDelta: "refusal",
+    wire.ReasoningSummaryTextDelta: "summary",
+    wire.ReasoningTextDelta: "thinking",
+    wire.FunctionCallArgumentsDelta: "arguments",
+    wire.CustomToolCallInputDelta: "arguments",
+    wire.McpCallArgumentsDelta: "arguments",
+    wire.CodeInterpreterCodeDelta: "arguments",
+    wire.ShellCallCommandDelta: "arguments",
+}
+"""Which part of a partial item each delta type grows."""
 
 
 class _Response:
@@ -370,8 +384,15 @@ class OpenAIResponsesAdapter(Adapter):
             self._json_buffer += data
             return self._flush_json(final=False)
         events: list[Event] = []
+        decode = wire.event_decoder.decode
+        dispatch = self._dispatch
         for frame in self._sse.feed(data):
-            events.extend(self._on_frame(frame))
+            try:
+                event = decode(frame.data)
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                events.extend(self._on_frame(frame))  # [DONE], undeclared, malformed
+                continue
+            events.extend(dispatch(event))
         return events
 
     def _feed_str(self, text: str) -> list[Event]:
@@ -719,58 +740,22 @@ class OpenAIResponsesAdapter(Adapter):
         response.partial.pop(event.output_index, None)
         return []
 
-    def _on_text_delta(self, event: wire.OutputTextDelta) -> list[Event]:
-        return self._delta(event, "text", "text", event.content_index, "response.output_text.delta")
-
-    def _on_refusal_delta(self, event: wire.RefusalDelta) -> list[Event]:
-        return self._delta(
-            event, "refusal", "refusal", event.content_index, "response.refusal.delta"
-        )
-
-    def _on_summary_delta(self, event: wire.ReasoningSummaryTextDelta) -> list[Event]:
-        return self._delta(
-            event,
-            "summary",
-            "summary",
-            event.summary_index,
-            "response.reasoning_summary_text.delta",
-        )
-
-    def _on_reasoning_delta(self, event: wire.ReasoningTextDelta) -> list[Event]:
-        return self._delta(
-            event, "thinking", "thinking", event.content_index, "response.reasoning_text.delta"
-        )
-
-    def _on_arguments_delta(
-        self,
-        event: wire.FunctionCallArgumentsDelta
-        | wire.CustomToolCallInputDelta
-        | wire.McpCallArgumentsDelta
-        | wire.CodeInterpreterCodeDelta
-        | wire.ShellCallCommandDelta,
-    ) -> list[Event]:
-        native_type = event.__struct_config__.tag
-        assert isinstance(native_type, str)
-        return self._delta(event, "tool_arguments", "arguments", 0, native_type)
-
-    def _delta(
-        self,
-        event: wire._ItemDelta,
-        kind: ChunkKind,
-        slot: str,
-        index: int,
-        native_type: str,
-    ) -> list[Event]:
+    def _on_delta(self, event: wire.ItemDelta) -> list[Event]:
         """The hot path: one delta → one chunk (and the partial item grows)."""
         response = self._response or self._current()
         partial = response.partial.get(event.output_index)
-        tool_call_id = tool_name = None
-        if partial is not None:
-            partial.add(slot, index, event.delta)
-            if kind == "tool_arguments":
-                item = partial.item
-                tool_call_id = item.get("call_id") or item.get("id")
-                tool_name = item.get("name") or item.get("type")
+        native_type: str = event.__struct_config__.tag  # type: ignore[assignment]
+        meta: tuple[Source, str | None, str | None]
+        if partial is None:
+            meta = (self._source(native_type, event.item_id or None), None, None)
+        else:
+            partial.deltas.append(event)
+            cached = partial.chunk_meta.get(native_type)
+            if cached is None:
+                cached = partial.chunk_meta[native_type] = self._chunk_meta(
+                    partial, native_type, event.item_id or None
+                )
+            meta = cached
         self._id_count += 1
         return [
             AssistantChunkEvent(
@@ -779,15 +764,24 @@ class OpenAIResponsesAdapter(Adapter):
                 ts=time.time(),
                 turn_id=self.turn_id,
                 step=self.step,
-                source=self._source(native_type, event.item_id or None),
+                source=meta[0],
                 message_id=response.id or None,
                 index=event.output_index,
-                kind=kind,
+                kind=_CHUNK_KINDS[type(event)],
                 delta=event.delta,
-                tool_call_id=tool_call_id,
-                tool_name=tool_name,
+                tool_call_id=meta[1],
+                tool_name=meta[2],
             )
         ]
+
+    def _chunk_meta(
+        self, partial: _Partial, native_type: str, item_id: str | None
+    ) -> tuple[Source, str | None, str | None]:
+        source = self._source(native_type, item_id)
+        if _SLOTS[_WIRE_BY_TAG[native_type]] != "arguments":
+            return source, None, None
+        item = partial.item
+        return source, item.get("call_id") or item.get("id"), item.get("name") or item.get("type")
 
     def _on_annotation(self, event: wire.AnnotationAdded) -> list[Event]:
         response = self._current()
@@ -916,22 +910,38 @@ _HANDLERS: dict[type[Any], Callable[[OpenAIResponsesAdapter, Any], list[Event]]]
     wire.ResponseFailed: OpenAIResponsesAdapter._on_lifecycle,
     wire.OutputItemAdded: OpenAIResponsesAdapter._on_item_added,
     wire.OutputItemDone: OpenAIResponsesAdapter._on_item_done,
-    wire.OutputTextDelta: OpenAIResponsesAdapter._on_text_delta,
-    wire.RefusalDelta: OpenAIResponsesAdapter._on_refusal_delta,
-    wire.FunctionCallArgumentsDelta: OpenAIResponsesAdapter._on_arguments_delta,
-    wire.CustomToolCallInputDelta: OpenAIResponsesAdapter._on_arguments_delta,
-    wire.McpCallArgumentsDelta: OpenAIResponsesAdapter._on_arguments_delta,
-    wire.CodeInterpreterCodeDelta: OpenAIResponsesAdapter._on_arguments_delta,
-    wire.ShellCallCommandDelta: OpenAIResponsesAdapter._on_arguments_delta,
+    wire.OutputTextDelta: OpenAIResponsesAdapter._on_delta,
+    wire.RefusalDelta: OpenAIResponsesAdapter._on_delta,
+    wire.FunctionCallArgumentsDelta: OpenAIResponsesAdapter._on_delta,
+    wire.CustomToolCallInputDelta: OpenAIResponsesAdapter._on_delta,
+    wire.McpCallArgumentsDelta: OpenAIResponsesAdapter._on_delta,
+    wire.CodeInterpreterCodeDelta: OpenAIResponsesAdapter._on_delta,
+    wire.ShellCallCommandDelta: OpenAIResponsesAdapter._on_delta,
     wire.ShellCallOutputDelta: OpenAIResponsesAdapter._on_shell_output,
-    wire.ReasoningSummaryTextDelta: OpenAIResponsesAdapter._on_summary_delta,
-    wire.ReasoningTextDelta: OpenAIResponsesAdapter._on_reasoning_delta,
+    wire.ReasoningSummaryTextDelta: OpenAIResponsesAdapter._on_delta,
+    wire.ReasoningTextDelta: OpenAIResponsesAdapter._on_delta,
     wire.AnnotationAdded: OpenAIResponsesAdapter._on_annotation,
     wire.StreamError: OpenAIResponsesAdapter._on_error,
 }
 """Wire struct → handler. Exhaustive over :data:`wire.WireEvent` (checked below)."""
 
 assert set(_HANDLERS) == set(wire.WireEvent.__args__), "every declared wire event needs a handler"
+
+_CHUNK_KINDS: dict[type[Any], ChunkKind] = {
+    wire.OutputTextDelta: "text",
+    wire.RefusalDelta: "refusal",
+    wire.ReasoningSummaryTextDelta: "summary",
+    wire.ReasoningTextDelta: "thinking",
+    wire.FunctionCallArgumentsDelta: "tool_arguments",
+    wire.CustomToolCallInputDelta: "tool_arguments",
+    wire.McpCallArgumentsDelta: "tool_arguments",
+    wire.CodeInterpreterCodeDelta: "tool_arguments",
+    wire.ShellCallCommandDelta: "tool_arguments",
+}
+"""The chunk kind of each delta type (MCP arguments and interpreter code are the server
+tool's ``tool_arguments``)."""
+
+_WIRE_BY_TAG: dict[str, type[Any]] = {cls.__struct_config__.tag: cls for cls in _SLOTS}
 
 
 # ---------------------------------------------------------------------- helpers

@@ -31,6 +31,7 @@ __all__ = [
     "CodeInterpreterCodeDelta",
     "CustomToolCallInputDelta",
     "FunctionCallArgumentsDelta",
+    "ItemDelta",
     "Lifecycle",
     "McpCallArgumentsDelta",
     "OutputItemAdded",
@@ -122,47 +123,49 @@ class OutputItemDone(_Wire, tag="response.output_item.done", kw_only=True):
     item: dict[str, Any]
 
 
-class _ItemDelta(_Wire, kw_only=True):
+class ItemDelta(_Wire, kw_only=True):
+    """Base of the delta events on one output item."""
+
     item_id: str = ""
     output_index: int = 0
     delta: str = ""
 
 
-class OutputTextDelta(_ItemDelta, tag="response.output_text.delta", kw_only=True):
+class OutputTextDelta(ItemDelta, tag="response.output_text.delta", kw_only=True):
     """Text of a message item's ``output_text`` part."""
 
     content_index: int = 0
 
 
-class RefusalDelta(_ItemDelta, tag="response.refusal.delta", kw_only=True):
+class RefusalDelta(ItemDelta, tag="response.refusal.delta", kw_only=True):
     """Text of a message item's ``refusal`` part."""
 
     content_index: int = 0
 
 
 class FunctionCallArgumentsDelta(
-    _ItemDelta, tag="response.function_call_arguments.delta", kw_only=True
+    ItemDelta, tag="response.function_call_arguments.delta", kw_only=True
 ):
     """A fragment of a function call's JSON arguments."""
 
 
 class CustomToolCallInputDelta(
-    _ItemDelta, tag="response.custom_tool_call_input.delta", kw_only=True
+    ItemDelta, tag="response.custom_tool_call_input.delta", kw_only=True
 ):
     """A fragment of a custom (freeform) tool call's plain-text input."""
 
 
-class McpCallArgumentsDelta(_ItemDelta, tag="response.mcp_call_arguments.delta", kw_only=True):
+class McpCallArgumentsDelta(ItemDelta, tag="response.mcp_call_arguments.delta", kw_only=True):
     """A fragment of a (server-run) MCP call's arguments."""
 
 
 class CodeInterpreterCodeDelta(
-    _ItemDelta, tag="response.code_interpreter_call_code.delta", kw_only=True
+    ItemDelta, tag="response.code_interpreter_call_code.delta", kw_only=True
 ):
     """A fragment of the code a code-interpreter call runs."""
 
 
-class ShellCallCommandDelta(_ItemDelta, tag="response.shell_call_command.delta", kw_only=True):
+class ShellCallCommandDelta(ItemDelta, tag="response.shell_call_command.delta", kw_only=True):
     """A fragment of a shell call's command."""
 
     command_index: int = 0
@@ -178,14 +181,14 @@ class ShellCallOutputDelta(_Wire, tag="response.shell_call_output_content.delta"
 
 
 class ReasoningSummaryTextDelta(
-    _ItemDelta, tag="response.reasoning_summary_text.delta", kw_only=True
+    ItemDelta, tag="response.reasoning_summary_text.delta", kw_only=True
 ):
     """Text of one reasoning summary part (``summary_index``)."""
 
     summary_index: int = 0
 
 
-class ReasoningTextDelta(_ItemDelta, tag="response.reasoning_text.delta", kw_only=True):
+class ReasoningTextDelta(ItemDelta, tag="response.reasoning_text.delta", kw_only=True):
     """Raw reasoning text (``reasoning_text`` content; open-weight models)."""
 
     content_index: int = 0

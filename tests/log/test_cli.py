@@ -101,9 +101,12 @@ def test_sessions_show_fork_replay(durable_url: str, capsys: pytest.CaptureFixtu
     status, out, _ = run(capsys, "show", "parent", "--store", durable_url)
     assert status == 0
     lines = out.splitlines()
-    assert lines[0] == f"session parent: {log.next_seq} events, 2 finished turns, 2 tool runs"
+    assert lines[0] == (
+        f"session parent: {log.next_seq} events, 2 turns, 2 tool calls requested, 2 run"
+    )
     assert any("tool/call" in line and "bash (call_0_0)" in line for line in lines)
-    assert any("turn/end" in line and "completed" in line for line in lines)
+    assert any("#2" in line and "turn/end" in line and "completed" in line for line in lines)
+    assert any("turn/start" in line and "id t1" in line for line in lines)
     assert any("user/message" in line and "'question 1'" in line for line in lines)
 
     status, out, _ = run(

@@ -32,6 +32,7 @@ __all__ = [
     "SessionInfo",
     "Store",
     "check_batch",
+    "decode_rows",
     "decode_stored",
     "encode_for",
     "event_type",
@@ -141,7 +142,9 @@ def decode_stored(
     """
     try:
         event = decode(payload)
-    except DecodeError as exc:
+    except (DecodeError, msgspec.MsgspecError) as exc:
+        # msgspec.MsgspecError too: codec.decode lets msgspec's own error escape when
+        # malformed JSON has a readable-looking but unknown ``type`` prefix.
         raise CorruptEventError(session_id, seq, str(exc)) from None
     if event.seq != seq or event.session_id != session_id:
         raise CorruptEventError(
@@ -179,3 +182,19 @@ def poll_tail(
             return []
         with wake:
             wake.wait(poll_interval if remaining is None else min(poll_interval, remaining))
+
+
+def decode_rows(
+    session_id: str, start: int, rows: Sequence[tuple[int, bytes | bytearray | memoryview | str]]
+) -> Iterator[Event]:
+    """Decode ``(seq, payload)`` rows expected to hold seqs ``start, start+1, ...``.
+
+    Lazy, so the good events before a damaged one still reach the reader; a missing
+    seq or a bad payload raises :class:`CorruptEventError` at its position.
+    """
+    for expected, (seq, payload) in enumerate(rows, start):
+        if seq != expected:
+            raise CorruptEventError(session_id, expected, "missing from the events table")
+        if not isinstance(payload, bytes | bytearray | memoryview | str):
+            raise CorruptEventError(session_id, seq, f"payload is {type(payload).__name__}")
+        yield decode_stored(session_id, seq, payload)

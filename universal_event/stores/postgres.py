@@ -37,7 +37,6 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from universal_event.codec import encode
 from universal_event.errors import (
     ConflictError,
-    CorruptEventError,
     SessionNotFoundError,
     StoreError,
 )
@@ -46,7 +45,7 @@ from universal_event.stores._base import (
     READ_PAGE_SIZE,
     SessionInfo,
     check_batch,
-    decode_stored,
+    decode_rows,
     encode_for,
     event_type,
     runtime_of,
@@ -257,26 +256,26 @@ class PostgresStore:
             if end is not None:
                 page_end = min(end, page_end)
             with self._pool.connection() as conn:
-                page = self._read_page(conn, session_id, position, page_end)
-            if not page:
+                rows = self._fetch_rows(conn, session_id, position, page_end)
+            if not rows:
                 return
-            yield from page
-            if len(page) < page_end - position:
+            yield from decode_rows(session_id, position, rows)
+            if len(rows) < page_end - position:
                 return
             position = page_end
 
     def _read_page(
         self, conn: psycopg.Connection[Any], session_id: str, start: int, end: int
     ) -> list[Event]:
+        return list(decode_rows(session_id, start, self._fetch_rows(conn, session_id, start, end)))
+
+    def _fetch_rows(
+        self, conn: psycopg.Connection[Any], session_id: str, start: int, end: int
+    ) -> list[tuple[int, bytes]]:
         with conn.cursor(binary=True) as cur:
             cur.execute(self._sql.read_page, (session_id, start, end))
-            rows = cur.fetchall()
-        page: list[Event] = []
-        for expected, (seq, payload) in enumerate(rows, start):
-            if seq != expected:
-                raise CorruptEventError(session_id, expected, "missing from the events table")
-            page.append(decode_stored(session_id, seq, payload))
-        return page
+            rows: list[tuple[int, bytes]] = cur.fetchall()
+        return rows
 
     def latest_seq(self, session_id: str) -> int:
         with self._pool.connection() as conn, conn.cursor() as cur:

@@ -43,7 +43,7 @@ from universal_event.stores._base import (
     READ_PAGE_SIZE,
     SessionInfo,
     check_batch,
-    decode_stored,
+    decode_rows,
     encode_for,
     event_type,
     poll_tail,
@@ -231,36 +231,32 @@ class SqliteStore:
         """Stream in pages of :data:`READ_PAGE_SIZE` rows; no lock is held between pages."""
         position = max(start, 0)
         while end is None or position < end:
-            page_end = (
-                position + READ_PAGE_SIZE if end is None else min(end, position + READ_PAGE_SIZE)
-            )
-            page = self._read_page(session_id, position, page_end)
-            if not page:
+            page_end = position + READ_PAGE_SIZE
+            if end is not None:
+                page_end = min(end, page_end)
+            rows = self._fetch_rows(session_id, position, page_end)
+            if not rows:
                 return
-            yield from page
-            if len(page) < page_end - position:
+            yield from decode_rows(session_id, position, rows)
+            if len(rows) < page_end - position:
                 return
             position = page_end
 
     def _read_page(self, session_id: str, start: int, end: int) -> list[Event]:
-        """Events ``start <= seq < end``, decoded; a gap or bad row is corruption."""
+        return list(decode_rows(session_id, start, self._fetch_rows(session_id, start, end)))
+
+    def _fetch_rows(self, session_id: str, start: int, end: int) -> list[tuple[int, bytes]]:
+        """Raw rows ``start <= seq < end``; an unreadable database file is corruption."""
         with self._lock:
             try:
-                rows = self._conn.execute(
+                rows: list[tuple[int, bytes]] = self._conn.execute(
                     "SELECT seq, payload FROM events WHERE session_id = ? AND seq >= ? "
                     "AND seq < ? ORDER BY seq",
                     (session_id, start, end),
                 ).fetchall()
             except sqlite3.DatabaseError as exc:
                 raise CorruptEventError(session_id, start, f"sqlite: {exc}") from None
-        page: list[Event] = []
-        for expected, (seq, payload) in enumerate(rows, start):
-            if seq != expected:
-                raise CorruptEventError(session_id, expected, "missing from the events table")
-            if not isinstance(payload, bytes | str):
-                raise CorruptEventError(session_id, seq, f"payload is {type(payload).__name__}")
-            page.append(decode_stored(session_id, seq, payload))
-        return page
+        return rows
 
     def latest_seq(self, session_id: str) -> int:
         with self._lock:

@@ -1,0 +1,244 @@
+"""app-server v2 notifications: every captured run (harness file, raw wire, the SDK's typed
+objects), tap over a turn stream, retries and interrupts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openai_codex.generated.notification_registry import NOTIFICATION_MODELS
+from openai_codex.models import Notification, UnknownNotification
+
+from adapters.codex import CodexAdapter, tap
+from universal_event.events import (
+    AssistantChunkEvent,
+    AssistantMessageEvent,
+    ErrorEvent,
+    Event,
+    NativeUnknownEvent,
+    PlanUpdateEvent,
+    SessionStartEvent,
+    ToolCallEvent,
+    ToolOutputEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    UsageEvent,
+    UserMessageEvent,
+)
+from universal_event.log import SessionLog
+from universal_event.parts import Provenance, TextPart, ThinkingPart, ToolCallPart
+
+APP = Path(__file__).parent.parent / "fixtures" / "captured" / "codex" / "app_server"
+RUNS = sorted(p.name for p in APP.iterdir())
+
+
+def normalise(data: bytes, **options: Any) -> list[Event]:
+    adapter = CodexAdapter(**options)
+    return [*adapter.feed(data), *adapter.close()]
+
+
+def of(events: list[Event], cls: type[Any]) -> list[Any]:
+    return [e for e in events if isinstance(e, cls)]
+
+
+def comparable(event: Event) -> dict[str, Any]:
+    fields = {f: getattr(event, f) for f in event.__struct_fields__}
+    return {k: v for k, v in fields.items() if k not in ("id", "ts")}
+
+
+def sdk_notifications(run: str) -> list[Notification]:
+    """The run's wire notifications as the SDK yields them (its own coercion rule)."""
+    out = []
+    for line in (APP / run / "wire" / "server_to_client.jsonl").read_text().splitlines():
+        message = json.loads(line)
+        if "method" not in message:
+            continue
+        model = NOTIFICATION_MODELS.get(message["method"])
+        params = message.get("params") or {}
+        payload = model.model_validate(params) if model else UnknownNotification(params=params)
+        out.append(Notification(method=message["method"], payload=payload))
+    return out
+
+
+def test_tool_turn_xs01() -> None:
+    events = normalise((APP / "xs01_tool" / "notifications.jsonl").read_bytes(), model="gpt-5.5")
+    turn = "01a22607-8148-7c93-b33a-699d845d601d"
+    assert all(e.turn_id == turn for e in events)
+    (user,) = of(events, UserMessageEvent)
+    assert user.content == [TextPart(text="Use the shell to compute 1+1 with bc")]
+    first, final = of(events, AssistantMessageEvent)
+    thinking, text, call = first.content
+    assert isinstance(thinking, ThinkingPart)
+    assert thinking.id == "rs_698e63699f774d20b13368a9fab04ca28769817be613496a"
+    assert thinking.provenance == Provenance(provider="openai", api="responses", model="gpt-5.5")
+    assert text == TextPart(
+        text="I'll compute that with bc.", item_id="msg_eb5a0e4495d04593a901f87eaf807bd3032e8634f0784c34"
+    )
+    assert first.message_id == text.item_id
+    assert isinstance(call, ToolCallPart) and call.id == "call_98982ce3cf984c4681f6e169"
+    (result,) = of(events, ToolResultEvent)
+    assert (result.call_id, result.exit_code, result.is_error) == (call.id, 0, False)
+    assert result.content == [TextPart(text="2\n")]
+    assert final.content[-1] == TextPart(
+        text="The result of `echo 1+1 | bc` is **2**.",
+        item_id="msg_324d61cc686448f186aae0df88c26a651a751516e475462a",
+    )
+    # Chunks: concatenated, they equal the final content.
+    chunks = [c for c in of(events, AssistantChunkEvent) if c.message_id == text.item_id]
+    assert "".join(c.delta for c in chunks) == text.text
+    summary = [c for c in of(events, AssistantChunkEvent) if c.kind == "summary"]
+    assert "".join(c.delta for c in summary[:6]) == thinking.summary[0]  # type: ignore[index]
+    # Usage: one event per model request, the turn's total is their sum.
+    requests = of(events, UsageEvent)
+    assert [u.usage.input_tokens for u in requests] == [9617, 9893]
+    assert all(u.usage.scope == "request" for u in requests)
+    end = events[-1]
+    assert isinstance(end, TurnEndEvent) and end.status == "completed" and end.duration_ms == 653
+    assert end.usage is not None and end.usage.scope == "turn"
+    assert (end.usage.input_tokens, end.usage.output_tokens) == (19510, 114)
+
+
+def test_streamed_command_output_and_its_complete_result_xs02() -> None:
+    events = normalise((APP / "xs02_tool_stream" / "notifications.jsonl").read_bytes())
+    # Codex never sent the first chunk ("tick 1") as a delta ...
+    assert [o.delta for o in of(events, ToolOutputEvent)] == ["tick 2\n", "tick 3\n", "2\n"]
+    # ... the result is complete all the same (aggregatedOutput).
+    (result,) = of(events, ToolResultEvent)
+    assert result.content == [TextPart(text="tick 1\ntick 2\ntick 3\n2\n")]
+    assert result.details is not None and result.details["duration_ms"] == 1063
+    order = [type(e).__name__ for e in events if isinstance(e, ToolCallEvent | ToolOutputEvent | ToolResultEvent)]
+    assert order == ["ToolCallEvent", "ToolOutputEvent", "ToolOutputEvent", "ToolOutputEvent", "ToolResultEvent"]
+
+
+def test_failed_command_xs03() -> None:
+    (result,) = of(normalise((APP / "xs03_tool_fail" / "notifications.jsonl").read_bytes()), ToolResultEvent)
+    assert (result.exit_code, result.is_error, result.content) == (3, True, [TextPart(text="oops\n")])
+
+
+def test_retry_then_failure_xs05() -> None:
+    events = normalise((APP / "xs05_err_http500" / "notifications.jsonl").read_bytes())
+    retry, final = of(events, ErrorEvent)
+    assert (retry.retryable, retry.fatal, retry.code) == (True, False, "responseStreamDisconnected")
+    assert retry.message.startswith("Reconnecting... 1/1 (We’re currently")
+    assert (final.retryable, final.fatal, final.code) == (False, True, "internalServerError")
+    end = events[-1]
+    assert isinstance(end, TurnEndEvent) and end.status == "failed"
+    assert end.error == final.message
+    assert not of(events, AssistantMessageEvent)
+
+
+def test_interrupted_message_is_kept_partial_xs09() -> None:
+    events = normalise((APP / "xs09_interrupt" / "notifications.jsonl").read_bytes())
+    (message,) = of(events, AssistantMessageEvent)
+    assert (message.status, message.stop_reason) == ("partial", "interrupted")
+    assert message.content == [
+        TextPart(
+            text="Counting slowly: 1 2 3 4 5 6 7",
+            item_id="msg_0846ee256b504d9b9654a77344ac888f2cd10f4db7e646fd",
+        )
+    ]
+    end = events[-1]
+    assert isinstance(end, TurnEndEvent) and end.status == "interrupted" and end.error is None
+    # The capture harness's own marker line is kept, not dropped.
+    (marker,) = of(events, NativeUnknownEvent)
+    assert marker.native_type == ">>> client called turn/interrupt"
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_wire_harness_file_and_sdk_objects_agree(run: str) -> None:
+    """The raw wire, the harness file and the SDK's typed objects give the same turn."""
+    wire = normalise((APP / run / "wire" / "server_to_client.jsonl").read_bytes())
+    harness = normalise((APP / run / "notifications.jsonl").read_bytes(), model="gpt-5.5")
+    adapter = CodexAdapter()
+    typed = [e for n in sdk_notifications(run) for e in adapter.feed(n)] + adapter.close()
+    (start,) = of(wire, SessionStartEvent)
+    assert start.model == "gpt-5.5" and start.native_session_id
+    turn_types = (UserMessageEvent, AssistantMessageEvent, ToolCallEvent, ToolResultEvent,
+                  ToolOutputEvent, UsageEvent, ErrorEvent, TurnEndEvent)  # fmt: skip
+
+    def turn(events: list[Event]) -> list[dict[str, Any]]:
+        # ``native`` differs in nulls only: the harness dumped the payloads without them.
+        return [
+            comparable(e) | {"source": None, "native": None}
+            for e in events
+            if isinstance(e, turn_types)
+        ]
+
+    assert turn(wire) == turn(harness) == turn(typed)
+    assert turn(wire)
+
+
+def test_tap_logs_the_sdk_stream_and_hands_it_on_unchanged() -> None:
+    notifications = sdk_notifications("xs01_tool")
+    log = SessionLog()
+    seen = list(tap(iter(notifications), log))
+    assert seen == notifications
+    events = log.events()
+    assert isinstance(events[-1], TurnEndEvent) and events[-1].status == "completed"
+    assert [type(m).__name__ for m in log.derive_messages()] == [
+        "UserMessage", "AssistantMessage", "ToolMessage", "AssistantMessage",
+    ]  # fmt: skip
+    assert log.pending == 0  # checkpointed at the end
+
+
+def test_tap_cut_short_closes_the_turn_as_interrupted() -> None:
+    notifications = sdk_notifications("xs01_tool")
+    log = SessionLog()
+    for index, _ in enumerate(tap(iter(notifications), log)):
+        if index == 20:  # mid-stream of the first agent message
+            break
+    end = log.events()[-1]
+    assert isinstance(end, TurnEndEvent) and end.status == "interrupted"
+    partial = [e for e in log.events() if isinstance(e, AssistantMessageEvent)][-1]
+    assert partial.status == "partial"
+
+
+# ---------------------------------------------------------------- synthetic: retries, plans, raw
+
+
+def _note(method: str, **params: Any) -> dict[str, Any]:
+    return {"method": method, "params": {"threadId": "t", "turnId": "u", **params}}
+
+
+def test_retry_abandons_the_cut_message_and_keeps_one_copy_of_re_emitted_items() -> None:
+    adapter = CodexAdapter()
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": ["Plan"], "content": []}
+    events: list[Event] = []
+    for line in [
+        _note("turn/started", turn={"id": "u", "status": "inProgress", "items": []}),
+        _note("item/completed", item=reasoning),
+        _note("item/started", item={"type": "agentMessage", "id": "msg_cut", "text": ""}),
+        _note("item/agentMessage/delta", itemId="msg_cut", delta="Half"),
+        _note("error", willRetry=True, error={"message": "Reconnecting... 1/1", "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": 502}}}),
+        _note("item/completed", item={**reasoning, "id": "rs_2"}),
+        _note("item/started", item={"type": "agentMessage", "id": "msg_ok", "text": ""}),
+        _note("item/agentMessage/delta", itemId="msg_ok", delta="Whole"),
+        _note("item/completed", item={"type": "agentMessage", "id": "msg_ok", "text": "Whole"}),
+        _note("turn/completed", turn={"id": "u", "status": "completed", "items": []}),
+    ]:  # fmt: skip
+        events += adapter.feed(line)
+    error = of(events, ErrorEvent)[0]
+    assert (error.http_status, error.retryable) == (502, True)
+    (message,) = of(events, AssistantMessageEvent)
+    thinking, text = message.content
+    assert isinstance(thinking, ThinkingPart) and thinking.id == "rs_2"  # the retry's id
+    assert text == TextPart(text="Whole", item_id="msg_ok")
+
+
+def test_plan_updates_and_unknown_items() -> None:
+    events = CodexAdapter().feed(
+        _note("turn/plan/updated", plan=[{"step": "a", "status": "completed"}, {"step": "b", "status": "inProgress"}])
+    ) + CodexAdapter().feed(_note("item/completed", item={"type": "sleep", "id": "s", "durationMs": 5}))
+    (plan,) = of(events, PlanUpdateEvent)
+    assert [(i.text, i.status) for i in plan.items] == [("a", "completed"), ("b", "in_progress")]
+    (unknown,) = of(events, NativeUnknownEvent)
+    assert unknown.payload == {"type": "sleep", "id": "s", "durationMs": 5}
+
+
+def test_a_bare_pydantic_payload_is_recognised_by_its_class() -> None:
+    model = NOTIFICATION_MODELS["item/agentMessage/delta"]
+    payload = model.model_validate({"threadId": "t", "turnId": "u", "itemId": "msg_1", "delta": "hi"})
+    (chunk,) = CodexAdapter().feed(payload)
+    assert isinstance(chunk, AssistantChunkEvent) and (chunk.message_id, chunk.delta) == ("msg_1", "hi")

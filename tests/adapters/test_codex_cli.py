@@ -1,0 +1,46 @@
+"""The command line over the Codex adapters: ``normalize`` and ``import`` + ``derive``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from universal_event.cli import main
+from universal_event.codec import decode_lines
+from universal_event.events import AssistantMessageEvent, ToolResultEvent, TurnEndEvent
+
+CAPTURED = Path(__file__).parent.parent / "fixtures" / "captured" / "codex"
+
+
+@pytest.mark.parametrize(
+    "path", ["exec/x01_tool/stdout.jsonl", "app_server/xs01_tool/wire/server_to_client.jsonl"]
+)
+def test_normalize_from_codex_detects_the_dialect(
+    path: str, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    assert main(["normalize", "--from", "codex", str(CAPTURED / path)]) == 0
+    events = decode_lines(capsysbinary.readouterr().out)
+    assert len([e for e in events if isinstance(e, AssistantMessageEvent)]) == 2
+    (result,) = [e for e in events if isinstance(e, ToolResultEvent)]
+    assert result.content[0].text == "2\n"  # type: ignore[union-attr]
+    assert isinstance(events[-1], TurnEndEvent) and events[-1].status == "completed"
+
+
+def test_import_codex_rollout_then_derive(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    store = f"sqlite:///{tmp_path / 'sessions.db'}"
+    rollout = CAPTURED / "exec" / "x01_tool" / "rollout.jsonl"
+    args = ["import", "--from", "codex-rollout", str(rollout), "--session", "s1"]
+    assert main([*args, "--store", store]) == 0
+    capsysbinary.readouterr()
+    assert main(["derive", "--session", "s1", "--store", store]) == 0
+    messages = json.loads(capsysbinary.readouterr().out)
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
+    call = messages[1]["content"][2]
+    assert (call["type"], call["name"], call["id"]) == (
+        "tool_call", "exec_command", "call_b88bea013f5f4e94b6dbf955",
+    )  # fmt: skip
+    assert call["arguments"] == {"cmd": "echo 1+1 | bc", "yield_time_ms": 10000}

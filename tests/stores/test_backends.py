@@ -1,0 +1,174 @@
+"""What each backend promises beyond the shared suite: URLs, schema, append-only rows,
+migrations, bounded-memory reads."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from universal_event.errors import StoreError
+from universal_event.stores import MemoryStore, open_store
+from universal_event.stores.jsonl import JsonlStore
+from universal_event.stores.sqlite import SqliteStore
+from universal_event.testing import sample_events
+
+from .conftest import POSTGRES_URL, StoreKit, make_kit, new_schema
+
+
+def test_open_store_urls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert isinstance(open_store("memory:"), MemoryStore)
+    jsonl = open_store(f"jsonl://{tmp_path}/j")
+    assert isinstance(jsonl, JsonlStore) and jsonl.directory == tmp_path / "j"
+    relative = open_store("sqlite:///./rel/x.db")
+    assert isinstance(relative, SqliteStore) and relative.path == Path("rel/x.db")
+    assert (tmp_path / "rel" / "x.db").exists()
+    absolute = open_store(f"sqlite://{tmp_path}/abs.db")
+    assert isinstance(absolute, SqliteStore) and absolute.path == tmp_path / "abs.db"
+    relative_jsonl = open_store("jsonl:///./jr")
+    assert isinstance(relative_jsonl, JsonlStore) and (tmp_path / "jr").is_dir()
+    with pytest.raises(ValueError, match="unknown store URL"):
+        open_store("redis://x")
+    for store in (relative, absolute):
+        store.close()
+    request.getfixturevalue("postgres_url")
+    schema = new_schema(request.getfixturevalue("postgres_schemas"))
+    from universal_event.stores.postgres import PostgresStore
+
+    for scheme in ("postgresql", "postgres"):
+        url = POSTGRES_URL.replace("postgresql", scheme, 1) + f"?schema={schema}"
+        store = open_store(url)
+        assert isinstance(store, PostgresStore) and store.schema == schema
+        store.close()
+
+
+def test_sqlite_is_wal_with_versioned_schema(tmp_path: Path) -> None:
+    path = tmp_path / "x.db"
+    SqliteStore(path).close()
+    SqliteStore(path).close()  # a second open does not migrate again
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert raw.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+        columns = [row[1] for row in raw.execute("PRAGMA table_info(events)")]
+        assert columns == ["session_id", "seq", "type", "ts", "payload"]
+        primary = [row[1] for row in raw.execute("PRAGMA table_info(events)") if row[5]]
+        assert primary == ["session_id", "seq"]
+        raw.execute("INSERT INTO schema_version VALUES (2, 0)")
+    with pytest.raises(StoreError, match="newer"):
+        SqliteStore(path)
+
+
+def test_sqlite_event_type_column(tmp_path: Path) -> None:
+    path = tmp_path / "x.db"
+    store = SqliteStore(path)
+    store.append("s", sample_events("s", 0, 3), expected_seq=0)
+    with sqlite3.connect(path) as raw:
+        rows = raw.execute("SELECT seq, type, ts FROM events ORDER BY seq").fetchall()
+    assert [(seq, kind) for seq, kind, _ in rows] == [
+        (0, "session/start"),
+        (1, "user/message"),
+        (2, "assistant/chunk"),
+    ]
+    assert [ts for *_, ts in rows] == [e.ts for e in sample_events("s", 0, 3)]
+
+
+def _exercise(store: object) -> None:
+    """Every write path: create, append, conflict, fork, delete."""
+    store.append("a", sample_events("a", 0, 5), expected_seq=0)  # type: ignore[attr-defined]
+    store.append("a", sample_events("a", 5, 5), expected_seq=5)  # type: ignore[attr-defined]
+    store.fork("a", "b", upto_seq=3)  # type: ignore[attr-defined]
+    store.append("b", sample_events("b", 4, 2), expected_seq=4)  # type: ignore[attr-defined]
+    store.delete("a")  # type: ignore[attr-defined]
+    store.append("a", sample_events("a", 0, 1), expected_seq=0)  # type: ignore[attr-defined]
+
+
+def test_sqlite_never_updates_event_rows(tmp_path: Path) -> None:
+    """A trigger that aborts any UPDATE of the events table does not stop the store."""
+    path = tmp_path / "x.db"
+    SqliteStore(path).close()
+    with sqlite3.connect(path) as raw:
+        raw.execute(
+            "CREATE TRIGGER no_update BEFORE UPDATE ON events "
+            "BEGIN SELECT RAISE(ABORT, 'events are append-only'); END"
+        )
+    store = SqliteStore(path)
+    _exercise(store)
+    assert store.latest_seq("b") == 5
+
+
+def test_postgres_never_updates_event_rows_and_migrates_once(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    import psycopg
+
+    store = make_kit("postgresql", request, tmp_path).make()
+    schema = store.schema  # type: ignore[attr-defined]
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as raw:
+        raw.execute(
+            f'CREATE FUNCTION "{schema}".refuse() RETURNS trigger LANGUAGE plpgsql AS '
+            "$$ BEGIN RAISE EXCEPTION 'events are append-only'; END $$"
+        )
+        raw.execute(
+            f'CREATE TRIGGER no_update BEFORE UPDATE ON "{schema}".events '
+            f'FOR EACH ROW EXECUTE FUNCTION "{schema}".refuse()'
+        )
+    _exercise(store)
+    store.close()
+    from universal_event.stores.postgres import PostgresStore
+
+    again = PostgresStore(POSTGRES_URL, schema=schema)
+    assert again.latest_seq("b") == 5
+    again.close()
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as raw:
+        versions = raw.execute(f'SELECT version FROM "{schema}".schema_version').fetchall()
+        assert versions == [(1,)]
+        kind = raw.execute(
+            "SELECT data_type FROM information_schema.columns "
+            "WHERE table_schema = %s AND table_name = 'events' AND column_name = 'payload'",
+            (schema,),
+        ).fetchone()
+        assert kind == ("bytea",)
+
+
+def test_postgres_unreachable_is_a_store_error() -> None:
+    from universal_event.stores.postgres import PostgresStore
+
+    started = time.monotonic()
+    with pytest.raises(StoreError, match="unreachable"):
+        PostgresStore("postgresql://postgres@127.0.0.1:1/test", connect_timeout=0.5)
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("backend", ["jsonl", "sqlite", "postgresql"])
+def test_read_streams_in_bounded_memory(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Streaming a long session holds a page at a time, not the session."""
+    kit: StoreKit = make_kit(backend, request, tmp_path)
+    store = kit.make()
+    total, batch = 40_000, 5_000
+    for start in range(0, total, batch):
+        store.append("long", sample_events("long", start, batch), expected_seq=start)
+    tracemalloc.start()
+    try:
+        count = 0
+        for event in store.read("long"):
+            count += event.seq == count
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        everything = list(store.read("long", 0, 10_000))
+        _, peak_of_a_quarter = tracemalloc.get_traced_memory()
+        del everything
+    finally:
+        tracemalloc.stop()
+    store.close()
+    assert count == total, "events out of order or missing"
+    # Holding a quarter of the session costs more than streaming all of it.
+    assert peak < peak_of_a_quarter / 2, (peak, peak_of_a_quarter)
+    assert peak < 4 * 1024 * 1024, f"streaming peaked at {peak / 1e6:.1f} MB"

@@ -1,0 +1,216 @@
+"""Damaged stored data: typed errors naming session and seq; other sessions readable."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from universal_event.errors import CorruptEventError, StoreError
+from universal_event.stores.jsonl import JsonlStore
+from universal_event.stores.sqlite import SqliteStore
+from universal_event.testing import sample_events
+
+from ._writers import scripted_event
+from .conftest import make_kit
+
+
+def _fill(store: object, *sessions: str, count: int = 6) -> None:
+    for session in sessions:
+        store.append(session, sample_events(session, 0, count), expected_seq=0)  # type: ignore[attr-defined]
+
+
+def _read_fails_at(store: object, session: str, seq: int) -> list[int]:
+    """Read ``session``; it must fail with CorruptEventError at ``seq``. Returns the seqs
+    read before the failure."""
+    seen: list[int] = []
+    with pytest.raises(CorruptEventError) as info:
+        for event in store.read(session):  # type: ignore[attr-defined]
+            seen.append(event.seq)
+    assert info.value.session_id == session
+    assert info.value.seq == seq
+    assert repr(session) in str(info.value) and f"seq {seq}" in str(info.value)
+    return seen
+
+
+# ---------------------------------------------------------------------- JSONL
+
+
+def _jsonl_path(directory: Path, session: str) -> Path:
+    return directory / (quote(session, safe="") + ".jsonl")
+
+
+def test_jsonl_garbage_line(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path)
+    _fill(store, "bad", "good")
+    path = _jsonl_path(tmp_path, "bad")
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[4] = b'{"type":"user/message","seq":3,"content":[{"type":"te\x00\n'  # seq 3's line
+    path.write_bytes(b"".join(lines))
+    assert _read_fails_at(store, "bad", 3) == [0, 1, 2]
+    assert [e.seq for e in store.read("good")] == list(range(6))
+    assert [info.session_id for info in store.list_sessions()] == ["bad", "good"]
+
+
+def test_jsonl_duplicated_line_is_caught(tmp_path: Path) -> None:
+    """A line copied twice (a botched manual edit) is not silently a second seq."""
+    store = JsonlStore(tmp_path)
+    _fill(store, "dup")
+    path = _jsonl_path(tmp_path, "dup")
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join([*lines[:4], lines[3], *lines[4:]]))
+    assert _read_fails_at(store, "dup", 3) == [0, 1, 2]
+
+
+def test_jsonl_file_truncated_mid_line_is_cut_on_open(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path)
+    _fill(store, "cut", count=10)
+    path = _jsonl_path(tmp_path, "cut")
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 25])  # the last line (seq 9) loses its end
+    assert JsonlStore(tmp_path).latest_seq("cut") == 8
+    assert path.read_bytes() == data[: data.rindex(b"\n", 0, len(data) - 1) + 1]
+    reopened = JsonlStore(tmp_path)
+    assert [e.seq for e in reopened.read("cut")] == list(range(9))
+    reopened.append("cut", sample_events("cut", 9, 2), expected_seq=9)
+    assert [e.seq for e in reopened.read("cut")] == list(range(11))
+
+
+def test_jsonl_torn_line_seen_by_a_live_store_is_ignored_then_cut_by_the_next_append(
+    tmp_path: Path,
+) -> None:
+    store = JsonlStore(tmp_path)
+    _fill(store, "torn")
+    path = _jsonl_path(tmp_path, "torn")
+    with open(path, "ab") as handle:
+        handle.write(b'{"type":"user/message","seq":6,"id":"half')
+    assert store.latest_seq("torn") == 5
+    assert [e.seq for e in store.read("torn")] == list(range(6))
+    store.append("torn", sample_events("torn", 6, 1), expected_seq=6)
+    assert [e.seq for e in store.read("torn")] == list(range(7))
+    assert b"half" not in path.read_bytes()
+
+
+def test_jsonl_truncated_in_the_middle(tmp_path: Path) -> None:
+    """Bytes lost in the middle (not at the end): the damaged line is reported."""
+    store = JsonlStore(tmp_path)
+    _fill(store, "hole", "fine")
+    path = _jsonl_path(tmp_path, "hole")
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[3] = lines[3][:20]  # seq 2 loses its end and its newline: runs into seq 3
+    path.write_bytes(b"".join(lines))
+    assert _read_fails_at(JsonlStore(tmp_path), "hole", 2) == [0, 1]
+    assert len(list(JsonlStore(tmp_path).read("fine"))) == 6
+
+
+def test_jsonl_bad_header(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path)
+    _fill(store, "headless", "fine")
+    path = _jsonl_path(tmp_path, "headless")
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"not json\n" + b"".join(lines[1:]))
+    with pytest.raises(CorruptEventError) as info:
+        list(store.read("headless"))
+    assert info.value.session_id == "headless" and info.value.seq is None
+    with pytest.raises(CorruptEventError):
+        store.session_info("headless")
+    assert [info.session_id for info in store.list_sessions()] == ["fine"]
+
+
+def test_jsonl_session_ids_are_safe_file_names(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path)
+    odd = ["../escape", "a/b", ".hidden", "ünï", "x.jsonl"]
+    for session in odd:
+        store.append(session, sample_events(session, 0, 2), expected_seq=0)
+    assert sorted(p.parent for p in tmp_path.iterdir()) == [tmp_path] * len(odd)
+    assert [info.session_id for info in store.list_sessions()] == sorted(odd)
+    for session in odd:
+        assert [e.session_id for e in store.read(session)] == [session, session]
+
+
+# ---------------------------------------------------------------------- SQLite
+
+
+def test_sqlite_garbage_row(tmp_path: Path) -> None:
+    path = tmp_path / "x.db"
+    store = SqliteStore(path)
+    _fill(store, "bad", "good")
+    with sqlite3.connect(path) as raw:
+        raw.execute(
+            "UPDATE events SET payload = ? WHERE session_id = 'bad' AND seq = 3", (b"\xff\x00{",)
+        )
+    assert _read_fails_at(store, "bad", 3) == [0, 1, 2]
+    assert [e.seq for e in store.read("good")] == list(range(6))
+    assert [e.seq for e in store.read("bad", 4)] == [4, 5]
+
+
+def test_sqlite_row_claiming_another_seq_or_missing(tmp_path: Path) -> None:
+    path = tmp_path / "x.db"
+    store = SqliteStore(path)
+    _fill(store, "moved", "gap")
+    with sqlite3.connect(path) as raw:
+        (payload,) = raw.execute(
+            "SELECT payload FROM events WHERE session_id = 'moved' AND seq = 1"
+        ).fetchone()
+        raw.execute(
+            "UPDATE events SET payload = ? WHERE session_id = 'moved' AND seq = 2", (payload,)
+        )
+        raw.execute("DELETE FROM events WHERE session_id = 'gap' AND seq = 4")
+    assert _read_fails_at(store, "moved", 2) == [0, 1]
+    assert _read_fails_at(store, "gap", 4) == [0, 1, 2, 3]
+
+
+def test_sqlite_truncated_file(tmp_path: Path) -> None:
+    """A database file cut short is refused with a typed error, not a crash."""
+    path = tmp_path / "x.db"
+    store = SqliteStore(path)
+    for index in range(20):
+        session = f"s{index}"
+        store.append(session, [scripted_event(session, s) for s in range(40)], expected_seq=0)
+    store.close()
+    size = path.stat().st_size
+    with open(path, "r+b") as handle:
+        handle.truncate(size // 3)
+    with pytest.raises(StoreError) as info:
+        damaged = SqliteStore(path)
+        for index in range(20):
+            list(damaged.read(f"s{index}"))
+    error = info.value
+    if isinstance(error, CorruptEventError):
+        assert error.session_id.startswith("s") and error.seq is not None
+
+
+# ---------------------------------------------------------------------- PostgreSQL
+
+
+def test_postgres_garbage_row(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    import psycopg
+
+    from .conftest import POSTGRES_URL
+
+    store = make_kit("postgresql", request, tmp_path).make()
+    schema = store.schema  # type: ignore[attr-defined]
+    _fill(store, "bad", "good", "gap")
+    with psycopg.connect(POSTGRES_URL) as raw:
+        raw.execute(
+            f'UPDATE "{schema}".events SET payload = %s WHERE session_id = %s AND seq = 3',
+            (b"{garbage", "bad"),
+        )
+        raw.execute(f'DELETE FROM "{schema}".events WHERE session_id = %s AND seq = 1', ("gap",))
+    assert _read_fails_at(store, "bad", 3) == [0, 1, 2]
+    assert _read_fails_at(store, "gap", 1) == [0]
+    assert [e.seq for e in store.read("good")] == list(range(6))
+    store.close()
+
+
+def test_no_stray_files(tmp_path: Path) -> None:
+    """A fork writes through a temporary file that never stays behind."""
+    store = JsonlStore(tmp_path)
+    _fill(store, "p")
+    store.fork("p", "c", upto_seq=2)
+    with pytest.raises(StoreError):
+        store.fork("p", "c", upto_seq=2)
+    assert sorted(os.listdir(tmp_path)) == ["c.jsonl", "p.jsonl"]
