@@ -1,7 +1,8 @@
 """Benchmark: normalising an Anthropic Messages stream (raw SSE bytes and SDK objects).
 
 Two figures, both measured against the anthropic SDK in the same process, alternating
-rounds (best of N, so scheduler noise on a shared machine counts against no one):
+rounds (best of N with the GC paused while timing, as ``timeit`` does, so scheduler noise on
+a shared machine counts against no one):
 
 * ``anthropic_sse_fast_path``: the raw SSE bytes of a 2,000-event stream → Universal
   Events → encoded JSON-lines log bytes, vs the SDK's own
@@ -15,6 +16,7 @@ Run: ``python -m bench.adapters_anthropic`` (or call :func:`main`).
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from collections.abc import Callable
@@ -26,7 +28,7 @@ from adapters.anthropic import AnthropicAdapter
 from universal_event.codec import encode_lines
 
 EVENTS = 2000
-ROUNDS = 7
+ROUNDS = 15
 
 
 def build_stream(events: int = EVENTS) -> bytes:
@@ -45,7 +47,11 @@ def build_stream(events: int = EVENTS) -> bytes:
                     "content": [],
                     "stop_reason": None,
                     "stop_sequence": None,
-                    "usage": {"input_tokens": 1200, "cache_read_input_tokens": 800, "output_tokens": 1},
+                    "usage": {
+                        "input_tokens": 1200,
+                        "cache_read_input_tokens": 800,
+                        "output_tokens": 1,
+                    },
                 },
             },
         )
@@ -53,7 +59,12 @@ def build_stream(events: int = EVENTS) -> bytes:
     fixed = 1 + 3 * 3 + 2  # message_start; per block start, stop, signature|ping; delta, stop
     per_block = (events - fixed) // 3
     blocks = [
-        ("thinking", {"type": "thinking", "thinking": "", "signature": ""}, "thinking_delta", "thinking"),
+        (
+            "thinking",
+            {"type": "thinking", "thinking": "", "signature": ""},
+            "thinking_delta",
+            "thinking",
+        ),
         ("text", {"type": "text", "text": ""}, "text_delta", "text"),
         (
             "tool_use",
@@ -64,7 +75,10 @@ def build_stream(events: int = EVENTS) -> bytes:
     ]
     for index, (kind, start, delta_type, field) in enumerate(blocks):
         frames.append(
-            ("content_block_start", {"type": "content_block_start", "index": index, "content_block": start})
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": start},
+            )
         )
         count = per_block if index < 2 else events - fixed - 2 * per_block
         if kind == "tool_use":
@@ -75,14 +89,22 @@ def build_stream(events: int = EVENTS) -> bytes:
             frames.append(
                 (
                     "content_block_delta",
-                    {"type": "content_block_delta", "index": index, "delta": {"type": delta_type, field: piece}},
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": delta_type, field: piece},
+                    },
                 )
             )
         if kind == "thinking":
             frames.append(
                 (
                     "content_block_delta",
-                    {"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": "Eq" + "A" * 300}},
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "signature_delta", "signature": "Eq" + "A" * 300},
+                    },
                 )
             )
         else:
@@ -91,13 +113,18 @@ def build_stream(events: int = EVENTS) -> bytes:
     frames.append(
         (
             "message_delta",
-            {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None}, "usage": {"output_tokens": 1500}},
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                "usage": {"output_tokens": 1500},
+            },
         )
     )
     frames.append(("message_stop", {"type": "message_stop"}))
     assert len(frames) == events, len(frames)
     return b"".join(
-        f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode() for name, data in frames
+        f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+        for name, data in frames
     )
 
 
@@ -106,16 +133,25 @@ def _client(body: bytes) -> anthropic.Anthropic:
         return httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
 
     return anthropic.Anthropic(
-        api_key="bench", max_retries=0, http_client=httpx2.Client(transport=httpx2.MockTransport(handler))
+        api_key="bench",
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
     )
 
 
 def _best(function: Callable[[], object], rounds: int) -> float:
+    """Best wall time; the garbage collector paused while timing (as ``timeit`` does),
+    for the project and the baseline alike."""
     best = float("inf")
     for _ in range(rounds):
-        start = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - start)
+        gc.collect()
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            function()
+            best = min(best, time.perf_counter() - start)
+        finally:
+            gc.enable()
     return best
 
 

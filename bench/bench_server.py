@@ -79,19 +79,34 @@ def serve(store_url: str) -> None:
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
+    async def stop(request: Request) -> Response:
+        server.should_exit = True
+        return Response(b"ok")
+
     app = Starlette(
         routes=[
+            Route("/bench/stop", stop, methods=["POST"]),
             Route("/bare/prepare", prepare, methods=["POST"]),
             Route("/bare/go", go, methods=["POST"]),
             Route("/bare/events", bare),
             Mount("/", app=control_plane),
         ]
     )
-    sock = socket.socket()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY
     sock.bind(("127.0.0.1", 0))
     sock.listen(2048)
     print(f"serving {sock.getsockname()[1]}", flush=True)
-    uvicorn.Server(uvicorn.Config(app, log_level="warning", backlog=2048)).run(sockets=[sock])
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", backlog=2048))
+    if not os.environ.get("BENCH_PROFILE"):
+        server.run(sockets=[sock])
+        return
+    import cProfile  # BENCH_PROFILE=file: profile the server side
+
+    profiler = cProfile.Profile()
+    try:
+        profiler.runcall(server.run, sockets=[sock])
+    finally:
+        profiler.dump_stats(os.environ["BENCH_PROFILE"])
 
 
 # ---------------------------------------------------------------- client side
@@ -143,12 +158,8 @@ async def _connect(port: int, path: str) -> tuple[list[Client], list[asyncio.Tas
 
 
 class RawHttp:
-    """A keep-alive HTTP/1.1 client on one socket with TCP_NODELAY.
-
-    Quirk: the httpx build installed here (httpx2) takes ~45 ms per request on loopback
-    (GET or POST, measured against this server, which answers a raw-socket POST in
-    under 1 ms), so it would measure itself, not the server.
-    """
+    """A keep-alive HTTP/1.1 client on one socket: the producer, with no client library
+    overhead in the figures."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
@@ -254,6 +265,12 @@ async def bench(port: int) -> None:
     print(f"LATENCY server_fanout p99={p99:.1f}ms p50={p50:.1f}ms")
 
 
+async def _stop(port: int) -> None:
+    http = await RawHttp.open(port)
+    await http.post("/bench/stop")
+    http.close()
+
+
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--serve":
         serve(sys.argv[2])
@@ -272,9 +289,12 @@ def main() -> None:
             port = int(server.stdout.readline().split()[1])
             print(f"{CLIENTS} SSE clients, {EVENTS} events in POSTs of {BATCH}, {ROUNDS} rounds")
             asyncio.run(bench(port))
-        finally:
-            server.terminate()
+            asyncio.run(_stop(port))
             server.wait(10)
+        finally:
+            if server.poll() is None:
+                server.terminate()
+                server.wait(10)
 
 
 if __name__ == "__main__":

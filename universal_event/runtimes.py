@@ -24,10 +24,10 @@ from universal_event.events import (
     RuntimeSwitchEvent,
     SessionStartEvent,
     Source,
-    TextPart,
     UserMessageEvent,
 )
 from universal_event.log import SessionLog
+from universal_event.parts import TextPart
 
 __all__ = [
     "CLAUDE_CODE_OFFLINE_ENV",

@@ -243,14 +243,15 @@ class AnthropicAdapter(Adapter):
         """Normalise bytes, a str, a dict or an SDK object; see the module docstring."""
         out: list[Event] = []
         self._now = time.time()  # arrival time, shared by the chunks of this input
-        if isinstance(native, bytes | bytearray | memoryview):
+        kind = getattr(native, "type", None)
+        if isinstance(kind, str):  # an SDK object (checked first: the per-event path)
+            self._on_typed(native, kind, out)
+        elif isinstance(native, bytes | bytearray | memoryview):
             self._feed_bytes(bytes(native), out)
         elif isinstance(native, str):
             self._feed_bytes(native.encode(), out)
         elif isinstance(native, Mapping):
             self._on_dict(native, out)
-        elif isinstance(getattr(native, "type", None), str):
-            self._on_typed(native, out)
         else:
             out.append(self.unknown(type(native).__name__, repr(native), "not an Anthropic event"))
         return out
@@ -529,20 +530,19 @@ class AnthropicAdapter(Adapter):
             reason = f"unknown delta type {kind!r}"
             out.append(self.unknown("content_block_delta", dict(event), reason))
 
-    def _on_typed(self, obj: Any, out: list[Event]) -> None:
+    def _on_typed(self, obj: Any, kind: str, out: list[Event]) -> None:
         """The SDK's pydantic objects, read attribute by attribute (no dict round trip)."""
-        kind = obj.type
         if kind == "content_block_delta":
             delta = obj.delta
             delta_kind = delta.type
             if delta_kind == "text_delta":
-                self._text(obj.index, delta.text, out)
+                self._delta(obj.index, "text", delta.text, out)
             elif delta_kind == "input_json_delta":
-                self._input_json(obj.index, delta.partial_json, out)
+                self._delta(obj.index, "tool_arguments", delta.partial_json, out)
             elif delta_kind == "thinking_delta":
-                self._thinking(obj.index, delta.thinking, out)
+                self._delta(obj.index, "thinking", delta.thinking, out)
             elif delta_kind == "signature_delta":
-                self._signature(obj.index, delta.signature, out)
+                self._delta(obj.index, "signature", delta.signature, out)
             elif delta_kind == "citations_delta":
                 self._citation(obj.index, _dump(delta.citation), out)
             else:

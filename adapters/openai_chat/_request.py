@@ -241,7 +241,7 @@ def _tool_message(
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The tool message (text only) and the media moved out of it (rule 9)."""
     call_id = map_tool_call_id(result.call_id, CHAT_TOOL_IDS)
-    texts = [part.text for part in result.content if isinstance(part, TextPart)]
+    texts = [p.text for p in result.content if isinstance(p, TextPart) and not is_blank(p.text)]
     media: list[dict[str, Any]] = []
     for part in result.content:
         if isinstance(part, TextPart):
@@ -265,7 +265,10 @@ def _tool_message(
 def _user_content(
     parts: Sequence[UserPart], warnings: list[WarningEvent]
 ) -> str | list[dict[str, Any]]:
-    """A lone text part travels as a plain string, anything else as content parts."""
+    """A lone text part travels as a plain string, anything else as content parts.
+
+    Blank text parts are left out (rule 8 holds for every target)."""
+    parts = [p for p in parts if not (isinstance(p, TextPart) and is_blank(p.text))]
     if len(parts) == 1 and isinstance(parts[0], TextPart):
         return parts[0].text
     rendered = [r for part in parts if (r := _user_part(part, warnings)) is not None]

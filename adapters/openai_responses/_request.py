@@ -313,6 +313,7 @@ def _output(result: ToolMessage, warnings: list[WarningEvent]) -> str | list[dic
 def _user_content(
     parts: Sequence[UserPart], warnings: list[WarningEvent]
 ) -> str | list[dict[str, Any]]:
+    parts = [p for p in parts if not (isinstance(p, TextPart) and is_blank(p.text))]  # rule 8
     if len(parts) == 1 and isinstance(parts[0], TextPart):
         return parts[0].text
     return [r for part in parts if (r := _input_part(part, warnings)) is not None]

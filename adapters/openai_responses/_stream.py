@@ -33,6 +33,10 @@ JSON body, or JSON lines of events), a ``str``, a ``dict``, the SDK's typed even
 (``function_call_output`` and the other ``*_call_output`` input items) go through
 :meth:`OpenAIResponsesAdapter.tool_outputs` (or ``feed`` one as a dict) and become
 ``tool/result``; HTTP error bodies through :meth:`OpenAIResponsesAdapter.http_error`.
+:func:`tap` / :func:`atap` wrap the generic :mod:`adapters._tap` for ``openai`` streams.
+
+A response with no output (one that failed before producing any) gets no
+``assistant/message``: an empty assistant turn would be rejected when rendered back.
 """
 
 from __future__ import annotations
@@ -40,12 +44,15 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
-from typing import Any, ClassVar, Literal, Protocol, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 import msgspec
 
 from adapters._base import Adapter
 from adapters._sse import SSEDecoder, SSEFrame
+from adapters._tap import EventLog
+from adapters._tap import atap as generic_atap
+from adapters._tap import tap as generic_tap
 from adapters._usage import openai_usage
 from adapters.openai_responses import _wire as wire
 from adapters.openai_responses._items import (
@@ -72,7 +79,7 @@ from universal_event.events import (
 )
 from universal_event.parts import AssistantPart, Provenance, ToolCallPart
 
-__all__ = ["EventSink", "OpenAIResponsesAdapter", "atap", "tap"]
+__all__ = ["OpenAIResponsesAdapter", "atap", "tap"]
 
 EventT = TypeVar("EventT", bound=EventBase)
 ChunkKind = Literal["text", "thinking", "tool_arguments", "refusal", "summary"]
@@ -254,11 +261,17 @@ class OpenAIResponsesAdapter(Adapter):
         self._sources: dict[tuple[str, str | None], Source] = {}
         self._id_prefix = uuid.uuid4().hex[:20]
         self._id_count = 0
+        self._fed_at = 0.0
 
     # ------------------------------------------------------------------ public API
 
     def feed(self, native: Any) -> list[Event]:
-        """Normalise one native item (bytes, str, dict, SDK object, API error)."""
+        """Normalise one native item (bytes, str, dict, SDK object, API error).
+
+        Chunks carry the time their input arrived (one clock read per ``feed``: the
+        events of one network read arrived together).
+        """
+        self._fed_at = time.time()
         if isinstance(native, bytes | bytearray | memoryview):
             return self._feed_bytes(bytes(native))
         if isinstance(native, str):
@@ -491,15 +504,15 @@ class OpenAIResponsesAdapter(Adapter):
 
     def _dispatch(self, event: wire.WireEvent) -> list[Event]:
         sequence = event.sequence_number
-        if sequence is not None:
-            if isinstance(event, wire.Lifecycle) and self._is_new(event.response.id):
-                self._last_seq = None
-            last = self._last_seq
-            if last is not None and sequence != last + 1:
-                warnings = self._check_sequence(sequence, event.__struct_config__.tag)
-                return warnings + _HANDLERS[type(event)](self, event)
-            self._last_seq = sequence
-        return _HANDLERS[type(event)](self, event)
+        last = self._last_seq
+        if sequence is None or (last is not None and sequence == last + 1):
+            if sequence is not None:
+                self._last_seq = sequence
+            return _HANDLERS[type(event)](self, event)
+        if isinstance(event, wire.Lifecycle) and self._is_new(event.response.id):
+            self._last_seq = None  # numbering restarts with each response
+        warnings = self._check_sequence(sequence, event.__struct_config__.tag)
+        return warnings + _HANDLERS[type(event)](self, event)
 
     def _check_sequence(self, sequence: Any, native_type: Any) -> list[Event]:
         if not isinstance(sequence, int):
@@ -761,7 +774,7 @@ class OpenAIResponsesAdapter(Adapter):
             AssistantChunkEvent(
                 id=f"{self._id_prefix}{self._id_count:012x}",
                 session_id=self.session_id,
-                ts=time.time(),
+                ts=self._fed_at,
                 turn_id=self.turn_id,
                 step=self.step,
                 source=meta[0],
@@ -1006,78 +1019,57 @@ def _as_mapping(native: Any) -> Mapping[str, Any] | None:
     return None
 
 
-class EventSink(Protocol):
-    """Where :func:`tap` sends events: a ``SessionLog`` (its ``append``) or alike."""
-
-    def append(self, event: Any, /) -> Any: ...
-
-
 T = TypeVar("T")
 
 
-def _emitter(
-    log: EventSink | None, on_event: Callable[[Event], object] | None
-) -> Callable[[list[Event]], None]:
-    def emit(events: list[Event]) -> None:
-        for event in events:
-            if log is not None:
-                log.append(event)
-            if on_event is not None:
-                on_event(event)
-
-    return emit
-
-
 def tap(
-    stream: Iterable[T],
-    log: EventSink | None = None,
-    *,
-    adapter: OpenAIResponsesAdapter | None = None,
-    on_event: Callable[[Event], object] | None = None,
+    stream: Iterable[T], log: EventLog, *, adapter: OpenAIResponsesAdapter | None = None
 ) -> Iterator[T]:
     """Iterate an ``openai`` Responses stream unchanged while its events go to ``log``.
 
-    ``for event in tap(client.responses.create(..., stream=True), log): ...`` — each
-    typed event is fed to ``adapter`` (pass the conversation's adapter so tool outputs
-    find their calls' names); ``close()``'s events follow when the stream ends, also
-    when the caller stops early (the response is then ``partial``/``interrupted``). An
-    SDK error raised mid-stream is logged as an ``error`` event, then re-raised.
+    ``for event in tap(client.responses.create(..., stream=True), log): ...`` — the
+    generic :func:`adapters._tap.tap` (checkpoints before the caller can act on tool
+    calls, ``close()`` on a cut or abandoned stream), plus what is Responses-specific:
+    an exception the SDK raises mid-stream (it raises ``APIError`` itself on an
+    in-stream ``error`` event) is logged as an ``error`` event before it propagates.
+    Pass the conversation's adapter so tool outputs find their calls' names.
     """
-    adapter = adapter if adapter is not None else OpenAIResponsesAdapter()
-    emit = _emitter(log, on_event)
-    try:
-        for item in stream:
-            emit(adapter.feed(item))
-            yield item
-    except GeneratorExit:
-        emit(adapter.close())
-        raise
-    except Exception as exc:
-        emit(adapter.api_error(exc))
-        emit(adapter.close())
-        raise
-    emit(adapter.close())
+    adapter = (
+        adapter
+        if adapter is not None
+        else OpenAIResponsesAdapter(session_id=str(getattr(log, "session_id", "")))
+    )
+    return generic_tap(_errors_logged(stream, adapter, log), adapter, log)
 
 
-async def atap(
-    stream: AsyncIterable[T],
-    log: EventSink | None = None,
-    *,
-    adapter: OpenAIResponsesAdapter | None = None,
-    on_event: Callable[[Event], object] | None = None,
+def atap(
+    stream: AsyncIterable[T], log: EventLog, *, adapter: OpenAIResponsesAdapter | None = None
 ) -> AsyncIterator[T]:
     """:func:`tap` for ``AsyncOpenAI`` streams (``async for``)."""
-    adapter = adapter if adapter is not None else OpenAIResponsesAdapter()
-    emit = _emitter(log, on_event)
+    adapter = (
+        adapter
+        if adapter is not None
+        else OpenAIResponsesAdapter(session_id=str(getattr(log, "session_id", "")))
+    )
+    return generic_atap(_async_errors_logged(stream, adapter, log), adapter, log)
+
+
+def _errors_logged(
+    stream: Iterable[T], adapter: OpenAIResponsesAdapter, log: EventLog
+) -> Iterator[T]:
+    try:
+        yield from stream
+    except Exception as exc:
+        log.extend(adapter.api_error(exc))
+        raise
+
+
+async def _async_errors_logged(
+    stream: AsyncIterable[T], adapter: OpenAIResponsesAdapter, log: EventLog
+) -> AsyncIterator[T]:
     try:
         async for item in stream:
-            emit(adapter.feed(item))
             yield item
-    except GeneratorExit:
-        emit(adapter.close())
-        raise
     except Exception as exc:
-        emit(adapter.api_error(exc))
-        emit(adapter.close())
+        log.extend(adapter.api_error(exc))
         raise
-    emit(adapter.close())

@@ -89,7 +89,10 @@ def test_tool_turn_stream_json() -> None:
     }
     end = events[-1]
     assert isinstance(end, TurnEndEvent) and end.status == "completed"
-    assert end.usage is not None and (end.usage.input_tokens, end.usage.output_tokens) == (44415, 54)
+    assert end.usage is not None and (end.usage.input_tokens, end.usage.output_tokens) == (
+        44415,
+        54,
+    )
     assert end.cost_usd == pytest.approx(0.134055) and end.duration_ms == 532
 
 
@@ -106,7 +109,9 @@ def test_partial_messages_give_chunks_usage_and_stop_reasons() -> None:
     assert [m.stop_reason for m in messages] == ["tool_use", "end_turn"]
     for message in messages:
         chunks = [
-            e for e in events if isinstance(e, AssistantChunkEvent) and e.message_id == message.message_id
+            e
+            for e in events
+            if isinstance(e, AssistantChunkEvent) and e.message_id == message.message_id
         ]
         assert all(c.source and c.source.runtime == "claude-code" for c in chunks)
         for index, part in enumerate(message.content):
@@ -211,7 +216,11 @@ def test_transcript_import() -> None:
     [
         ("claude-code", CAPTURED / "cli" / "c01_tool" / "stdout.jsonl", 2),
         ("claude-code-transcript", TRANSCRIPTS / "session_transcript_init_claude_md.jsonl", 7),
-        ("anthropic", CAPTURED / "cli" / "c01_tool" / "requests" / "0002_POST_v1_messages.response.sse", 1),
+        (
+            "anthropic",
+            CAPTURED / "cli" / "c01_tool" / "requests" / "0002_POST_v1_messages.response.sse",
+            1,
+        ),
     ],
 )
 def test_cli_normalize(runtime: str, path: Path, expected_messages: int) -> None:

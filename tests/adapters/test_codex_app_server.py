@@ -74,7 +74,8 @@ def test_tool_turn_xs01() -> None:
     assert thinking.id == "rs_698e63699f774d20b13368a9fab04ca28769817be613496a"
     assert thinking.provenance == Provenance(provider="openai", api="responses", model="gpt-5.5")
     assert text == TextPart(
-        text="I'll compute that with bc.", item_id="msg_eb5a0e4495d04593a901f87eaf807bd3032e8634f0784c34"
+        text="I'll compute that with bc.",
+        item_id="msg_eb5a0e4495d04593a901f87eaf807bd3032e8634f0784c34",
     )
     assert first.message_id == text.item_id
     assert isinstance(call, ToolCallPart) and call.id == "call_98982ce3cf984c4681f6e169"
@@ -108,13 +109,29 @@ def test_streamed_command_output_and_its_complete_result_xs02() -> None:
     (result,) = of(events, ToolResultEvent)
     assert result.content == [TextPart(text="tick 1\ntick 2\ntick 3\n2\n")]
     assert result.details is not None and result.details["duration_ms"] == 1063
-    order = [type(e).__name__ for e in events if isinstance(e, ToolCallEvent | ToolOutputEvent | ToolResultEvent)]
-    assert order == ["ToolCallEvent", "ToolOutputEvent", "ToolOutputEvent", "ToolOutputEvent", "ToolResultEvent"]
+    order = [
+        type(e).__name__
+        for e in events
+        if isinstance(e, ToolCallEvent | ToolOutputEvent | ToolResultEvent)
+    ]
+    assert order == [
+        "ToolCallEvent",
+        "ToolOutputEvent",
+        "ToolOutputEvent",
+        "ToolOutputEvent",
+        "ToolResultEvent",
+    ]
 
 
 def test_failed_command_xs03() -> None:
-    (result,) = of(normalise((APP / "xs03_tool_fail" / "notifications.jsonl").read_bytes()), ToolResultEvent)
-    assert (result.exit_code, result.is_error, result.content) == (3, True, [TextPart(text="oops\n")])
+    (result,) = of(
+        normalise((APP / "xs03_tool_fail" / "notifications.jsonl").read_bytes()), ToolResultEvent
+    )
+    assert (result.exit_code, result.is_error, result.content) == (
+        3,
+        True,
+        [TextPart(text="oops\n")],
+    )
 
 
 def test_retry_then_failure_xs05() -> None:
@@ -229,8 +246,13 @@ def test_retry_abandons_the_cut_message_and_keeps_one_copy_of_re_emitted_items()
 
 def test_plan_updates_and_unknown_items() -> None:
     events = CodexAdapter().feed(
-        _note("turn/plan/updated", plan=[{"step": "a", "status": "completed"}, {"step": "b", "status": "inProgress"}])
-    ) + CodexAdapter().feed(_note("item/completed", item={"type": "sleep", "id": "s", "durationMs": 5}))
+        _note(
+            "turn/plan/updated",
+            plan=[{"step": "a", "status": "completed"}, {"step": "b", "status": "inProgress"}],
+        )
+    ) + CodexAdapter().feed(
+        _note("item/completed", item={"type": "sleep", "id": "s", "durationMs": 5})
+    )
     (plan,) = of(events, PlanUpdateEvent)
     assert [(i.text, i.status) for i in plan.items] == [("a", "completed"), ("b", "in_progress")]
     (unknown,) = of(events, NativeUnknownEvent)
@@ -239,6 +261,11 @@ def test_plan_updates_and_unknown_items() -> None:
 
 def test_a_bare_pydantic_payload_is_recognised_by_its_class() -> None:
     model = NOTIFICATION_MODELS["item/agentMessage/delta"]
-    payload = model.model_validate({"threadId": "t", "turnId": "u", "itemId": "msg_1", "delta": "hi"})
+    payload = model.model_validate(
+        {"threadId": "t", "turnId": "u", "itemId": "msg_1", "delta": "hi"}
+    )
     (chunk,) = CodexAdapter().feed(payload)
-    assert isinstance(chunk, AssistantChunkEvent) and (chunk.message_id, chunk.delta) == ("msg_1", "hi")
+    assert isinstance(chunk, AssistantChunkEvent) and (chunk.message_id, chunk.delta) == (
+        "msg_1",
+        "hi",
+    )

@@ -27,7 +27,13 @@ from universal_event.events import (
     TurnEndEvent,
     TurnStartEvent,
 )
-from universal_event.parts import Provenance, ServerToolCallPart, TextPart, ThinkingPart, ToolCallPart
+from universal_event.parts import (
+    Provenance,
+    ServerToolCallPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+)
 
 EXEC = Path(__file__).parent.parent / "fixtures" / "captured" / "codex" / "exec"
 
@@ -42,7 +48,7 @@ def lines(*objects: dict[str, Any]) -> bytes:
 
 
 def types(events: list[Event]) -> list[str]:
-    return [type(e).__struct_config__.tag for e in events]  # type: ignore[attr-defined]
+    return [str(type(e).__struct_config__.tag) for e in events]
 
 
 def of(events: list[Event], cls: type[Any]) -> list[Any]:
@@ -65,7 +71,9 @@ def test_tool_turn() -> None:
     assert first.provenance == provenance
     thinking, text, call = first.content
     assert thinking == ThinkingPart(
-        summary=["**Planning the calculation**\n\nThe user wants 1+1 via bc; I will run a shell command."],
+        summary=[
+            "**Planning the calculation**\n\nThe user wants 1+1 via bc; I will run a shell command."
+        ],
         provenance=provenance,
     )
     assert text == TextPart(text="I'll compute that with bc.")
@@ -94,14 +102,17 @@ def test_text_turn() -> None:
     (message,) = of(events, AssistantMessageEvent)
     assert [type(p).__name__ for p in message.content] == ["ThinkingPart", "TextPart"]
     assert message.provenance == Provenance(provider="openai", api="responses")
-    assert of(events, TurnEndEvent)[0].usage.input_tokens == 9628  # type: ignore[union-attr]
+    assert of(events, TurnEndEvent)[0].usage.input_tokens == 9628
 
 
 def test_failed_command_is_an_error_result() -> None:
     result = of(run("x04_tool_fail"), ToolResultEvent)[0]
     assert (result.exit_code, result.is_error) == (3, True)
     assert result.content == [TextPart(text="oops\n")]
-    assert result.details == {"status": "failed", "command": "/bin/bash -lc 'echo oops >&2; exit 3'"}
+    assert result.details == {
+        "status": "failed",
+        "command": "/bin/bash -lc 'echo oops >&2; exit 3'",
+    }
 
 
 @pytest.mark.parametrize(
@@ -138,7 +149,10 @@ def test_items_completed_before_an_interrupt_are_kept_partial() -> None:
     adapter.feed(
         lines(
             {"type": "turn.started"},
-            {"type": "item.completed", "item": {"id": "item_0", "type": "agent_message", "text": "Working"}},
+            {
+                "type": "item.completed",
+                "item": {"id": "item_0", "type": "agent_message", "text": "Working"},
+            },
         )
     )
     message, end = adapter.close()
@@ -165,7 +179,10 @@ def test_items_re_emitted_after_a_retry_are_logged_once() -> None:
         lines(
             {"type": "turn.started"},
             *_attempt("Thinking", "Hello", 0),
-            {"type": "error", "message": "Reconnecting... 1/1 (stream closed before response.completed)"},
+            {
+                "type": "error",
+                "message": "Reconnecting... 1/1 (stream closed before response.completed)",
+            },
             *_attempt("Thinking", "Hello", 2),
             {"type": "turn.completed", "usage": {"input_tokens": 10, "output_tokens": 2}},
         )
@@ -201,7 +218,10 @@ def test_unknown_model_warning_item_is_not_fatal() -> None:
     events = CodexAdapter().feed(
         lines(
             {"type": "turn.started"},
-            {"type": "item.completed", "item": {"id": "item_0", "type": "error", "message": message}},
+            {
+                "type": "item.completed",
+                "item": {"id": "item_0", "type": "error", "message": message},
+            },
         )
     )
     (error,) = of(events, ErrorEvent)
@@ -247,7 +267,13 @@ def test_file_change_mcp_web_search_and_todo_list() -> None:
 
 
 def test_command_output_growing_in_item_updated_is_streamed() -> None:
-    item = {"id": "item_0", "type": "command_execution", "command": "c", "exit_code": None, "status": "in_progress"}
+    item = {
+        "id": "item_0",
+        "type": "command_execution",
+        "command": "c",
+        "exit_code": None,
+        "status": "in_progress",
+    }
     events = CodexAdapter().feed(
         lines(
             {"type": "item.started", "item": {**item, "aggregated_output": ""}},

@@ -80,7 +80,9 @@ def request_history(body: dict[str, Any]) -> tuple[list[Message], list[dict[str,
                 messages.append(UserMessage(content=list(content)))
         elif kind in CLIENT_RESULT_TYPES:
             flush()
-            messages.append(ToolMessage(call_id=item["call_id"], content=result_parts(item["output"])))
+            messages.append(
+                ToolMessage(call_id=item["call_id"], content=result_parts(item["output"]))
+            )
         else:
             parts.extend(item_parts(item, provenance))
     flush()
@@ -215,7 +217,10 @@ def _raw_item_lines(run: str) -> list[bytes]:
         payload = record["payload"]
         if record["type"] == "response_item" and payload["type"] in ("reasoning", "function_call"):
             params = {"item": payload, "threadId": "t", "turnId": "u"}
-            lines.append(json.dumps({"method": "rawResponseItem/completed", "params": params}).encode() + b"\n")
+            lines.append(
+                json.dumps({"method": "rawResponseItem/completed", "params": params}).encode()
+                + b"\n"
+            )
     return lines
 
 

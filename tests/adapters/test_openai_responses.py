@@ -114,28 +114,27 @@ class Replay:
             )
         )
 
-    def typed(self, adapter: OpenAIResponsesAdapter, log: Any = None) -> list[Event]:
-        """The SDK's typed objects (``ResponseStreamEvent`` via ``tap``, or ``Response``)."""
-        events: list[Event] = []
-        sink = log if log is not None else _ListSink(events)
+    def typed(self, adapter: OpenAIResponsesAdapter, log: SessionLog | None = None) -> list[Event]:
+        """The SDK's typed objects (``ResponseStreamEvent`` via ``tap``, or ``Response``),
+        logged; returns the events this interaction added to the log."""
+        log = log if log is not None else SessionLog()
+        before = log.next_seq
         with respx.mock(base_url=API, assert_all_called=True) as router:
             route = self._mock(router)
             client = openai.OpenAI(api_key="sk-test", max_retries=0)
             kwargs = request_kwargs(self.interaction)
             try:
                 if kwargs.get("stream"):
-                    for _ in tap(client.responses.create(**kwargs), sink, adapter=adapter):
+                    for _ in tap(client.responses.create(**kwargs), log, adapter=adapter):
                         pass
                 else:
-                    for event in adapter.feed(client.responses.create(**kwargs)) + adapter.close():
-                        sink.append(event)
+                    log.extend(adapter.feed(client.responses.create(**kwargs)) + adapter.close())
             except openai.APIStatusError as exc:
-                for event in adapter.feed(exc):
-                    sink.append(event)
+                log.extend(adapter.feed(exc))
             except openai.APIError:
                 pass  # raised mid-stream: `tap` logged it before re-raising
             self.sent = json.loads(route.calls.last.request.content)
-        return events
+        return log.events(before)
 
     def raw(self, adapter: OpenAIResponsesAdapter, chunk_size: int | None = None) -> list[Event]:
         """The raw HTTP body bytes, as the client's ``iter_bytes`` hands them over."""
@@ -153,15 +152,6 @@ class Replay:
                 return adapter.http_error(exc.status_code, exc.response.read())
 
 
-class _ListSink:
-    def __init__(self, events: list[Event]) -> None:
-        self.events = events
-
-    def append(self, event: Event) -> Event:
-        self.events.append(event)
-        return event
-
-
 def of_type(events: list[Event], cls: type[Any]) -> list[Any]:
     return [event for event in events if isinstance(event, cls)]
 
@@ -169,8 +159,8 @@ def of_type(events: list[Event], cls: type[Any]) -> list[Any]:
 def comparable(event: Event) -> dict[str, Any]:
     """An event without what differs between two runs (id, ts)."""
     data = codec.to_builtins(event)
-    data.pop("id", None)
-    data.pop("ts", None)
+    for envelope in ("id", "ts", "seq", "session_id"):
+        data.pop(envelope, None)
     return data
 
 
@@ -219,6 +209,7 @@ def test_every_fixture_replays_through_the_real_client(name: str, index: int) ->
     # Every event survives the codec (and is checked against the JSON Schema).
     for event in typed:
         assert codec.decode(codec.encode(event)) == event
+        assert event.session_id  # filled by the log
     assert not of_type(typed, WarningEvent)
     assert all(e.source is not None and e.source.runtime == "openai-responses" for e in typed)
 
@@ -703,10 +694,9 @@ def test_oracle_reasoning_item_of_a_tampered_history() -> None:
     assert thinking.encrypted_content == reasoning["encrypted_content"]
     assert thinking.summary == [s["text"] for s in reasoning["summary"]]
     # The 400 that answered the tampered history is logged with its HTTP status.
-    events = Replay(interactions_[1]).typed(adapter, log=log)
-    (error,) = [e for e in log.events() if isinstance(e, ErrorEvent)]
+    (error,) = Replay(interactions_[1]).typed(adapter, log=log)
+    assert isinstance(error, ErrorEvent) and error.seq == len(log) - 1
     assert error.http_status == 400 and "without its required following item" in error.message
-    assert events == []  # went to the log, not the list
 
 
 def test_log_round_trip_keeps_every_event() -> None:

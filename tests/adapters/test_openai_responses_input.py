@@ -503,8 +503,9 @@ def test_tap_stopped_early_logs_a_partial_response() -> None:
 
 
 def test_atap_with_the_async_client() -> None:
-    async def go() -> list[Event]:
-        collected: list[Event] = []
+    log = SessionLog()
+
+    async def go() -> None:
         with respx.mock(base_url="https://api.openai.com") as router:
             router.post("/v1/responses").mock(
                 return_value=httpx.Response(
@@ -515,14 +516,29 @@ def test_atap_with_the_async_client() -> None:
             )
             client = openai.AsyncOpenAI(api_key="sk-test", max_retries=0)
             stream = await client.responses.create(model="gpt-5", input="hi", stream=True)
-            async for _ in atap(stream, on_event=collected.append):
+            async for _ in atap(stream, log):
                 pass
-        return collected
 
-    events = asyncio.run(go())
+    asyncio.run(go())
+    events = log.events()
     (message,) = of_type(events, AssistantMessageEvent)
     assert [type(p) for p in message.content] == [ThinkingPart, ToolCallPart]
     assert isinstance(events[0], StepStartEvent) and isinstance(events[-1], StepEndEvent)
+    assert all(e.session_id == log.session_id for e in events)
+
+
+def test_tap_logs_an_sdk_error_raised_mid_stream() -> None:
+    log = SessionLog()
+    with respx.mock(base_url="https://api.openai.com") as router:
+        client = _client_with(fixture_body("stream_error_event_response_failed.json"), router)
+        with pytest.raises(openai.APIError):
+            for _ in tap(client.responses.create(model="gpt-5-nano", input="hi", stream=True), log):
+                pass
+    events = log.events()
+    (error,) = of_type(events, ErrorEvent)
+    assert error.code == "insufficient_quota"
+    assert [e.status for e in of_type(events, StepEndEvent)] == ["failed"]
+    assert log.persisted_seq == len(events)  # checkpointed before the exception surfaced
 
 
 # ----------------------------------------------------------------------- CLI

@@ -83,7 +83,11 @@ def test_tap_stream_error_is_reraised_after_logging() -> None:
     with pytest.raises(anthropic.APIConnectionError):
         for _ in tap(broken(), AnthropicAdapter(), log):
             pass
-    tags = [e.__struct_config__.tag for e in log.events() if e.__struct_config__.tag != "assistant/chunk"]
+    tags = [
+        e.__struct_config__.tag
+        for e in log.events()
+        if e.__struct_config__.tag != "assistant/chunk"
+    ]
     assert tags[-5:] == ["assistant/message", "usage", "error", "step/end", "turn/end"]
     assert log.pending == 0
 

@@ -62,7 +62,7 @@ def test_kill_9_writer_at_random_points(durable_kit: StoreKit) -> None:
         os.close(write_fd)
         acks = AckReader(read_fd)
         try:
-            acks.wait_for(rng.randint(0, 5), timeout=20)
+            acks.wait_for(rng.randint(0, 3), timeout=20)
             time.sleep(rng.uniform(0, 0.004))
         finally:
             status = kill_hard(pid)

@@ -30,7 +30,8 @@ class ServerThread:
     """A uvicorn server for ``app`` in a background thread, on a free loopback port."""
 
     def __init__(self, app: Starlette) -> None:
-        self.sock = socket.socket()
+        # IPPROTO_TCP, or asyncio leaves Nagle on (see universal_event/server/_serve.py)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"

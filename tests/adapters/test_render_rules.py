@@ -1,0 +1,629 @@
+"""Every renderer rule of DESIGN.md, one test (or a few) named after it.
+
+Each rendered request is validated against the SDK's own parameter types (deep walk),
+so a rule that "works" by producing something the API would reject still fails.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from adapters._render import (
+    ANTHROPIC_TOOL_IDS,
+    CHAT_TOOL_IDS,
+    RESPONSES_TOOL_IDS,
+    RenderPolicy,
+    ToolIdMapper,
+    map_tool_call_id,
+)
+from tests.adapters._render_support import validate_history
+from tests.adapters.test_render_oracle import TARGETS, module
+from universal_event.errors import RenderError
+from universal_event.events import RequestHeaderEvent, ToolSpec, WarningEvent
+from universal_event.messages import AssistantMessage, Message, ToolMessage, UserMessage
+from universal_event.parts import (
+    ImagePart,
+    Provenance,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+)
+
+CLAUDE = Provenance(provider="anthropic", api="messages", model="claude-sonnet-4-5")
+OTHER_CLAUDE = Provenance(provider="anthropic", api="messages", model="claude-opus-4-1")
+GPT = Provenance(provider="openai", api="responses", model="gpt-5")
+CHAT = Provenance(provider="openai", api="chat", model="gpt-4o")
+HEADERS = {
+    "anthropic": RequestHeaderEvent(provider="anthropic", api="messages", model=CLAUDE.model),
+    "openai-chat": RequestHeaderEvent(provider="openai", api="chat", model=CHAT.model),
+    "openai-responses": RequestHeaderEvent(provider="openai", api="responses", model=GPT.model),
+}
+
+
+def render(
+    target: str,
+    messages: list[Message],
+    header: RequestHeaderEvent | None = None,
+    **policy: Any,
+) -> tuple[dict[str, Any], list[WarningEvent]]:
+    warnings: list[WarningEvent] = []
+    kwargs: dict[str, Any] = module(target).render_request(
+        messages, header or HEADERS[target], RenderPolicy(**policy), warnings=warnings
+    )
+    validate_history(target, kwargs)
+    return kwargs, warnings
+
+
+def history(kwargs: dict[str, Any]) -> list[dict[str, Any]]:
+    value: list[dict[str, Any]] = kwargs.get("messages", kwargs.get("input"))
+    return value
+
+
+def user(text: str) -> UserMessage:
+    return UserMessage(content=[TextPart(text=text)])
+
+
+def signed(origin: Provenance) -> ThinkingPart:
+    return ThinkingPart(
+        text="let me think", signature="SIG-" + str(origin.model), provenance=origin
+    )
+
+
+def encrypted(origin: Provenance, item: str = "rs_1") -> ThinkingPart:
+    return ThinkingPart(
+        text="summary one",
+        summary=["summary one"],
+        encrypted_content="ENC",
+        id=item,
+        provenance=origin,
+    )
+
+
+def call(call_id: str = "call_1", name: str = "get") -> ToolCallPart:
+    return ToolCallPart(id=call_id, name=name, arguments={"q": 1})
+
+
+def result(call_id: str = "call_1", text: str = "done", **fields: Any) -> ToolMessage:
+    return ToolMessage(call_id=call_id, content=[TextPart(text=text)], **fields)
+
+
+def dumped(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+# ---------------------------------------------------------------- rule 1
+
+
+def test_rule_1_signature_replayed_only_to_same_model() -> None:
+    messages: list[Message] = [
+        user("hi"),
+        AssistantMessage(content=[signed(CLAUDE), TextPart(text="a")], provenance=CLAUDE),
+        user("again"),
+    ]
+    same, _ = render("anthropic", messages)
+    assert history(same)[1]["content"][0] == {
+        "type": "thinking",
+        "thinking": "let me think",
+        "signature": "SIG-claude-sonnet-4-5",
+    }
+    other_header = msgspec.structs.replace(HEADERS["anthropic"], model=OTHER_CLAUDE.model)
+    other, warnings = render("anthropic", messages, other_header)
+    assert "SIG-" not in dumped(other)
+    assert [w.code for w in warnings] == ["reasoning_dropped"]
+
+
+def test_rule_1_encrypted_reasoning_replayed_only_to_same_model() -> None:
+    messages: list[Message] = [
+        user("hi"),
+        AssistantMessage(content=[encrypted(GPT), TextPart(text="a")], provenance=GPT),
+        user("again"),
+    ]
+    same, _ = render("openai-responses", messages)
+    assert history(same)[1]["encrypted_content"] == "ENC"
+    for model in ("gpt-5-mini", "o3"):
+        header = msgspec.structs.replace(HEADERS["openai-responses"], model=model)
+        other, _ = render("openai-responses", messages, header)
+        assert "ENC" not in dumped(other) and "rs_1" not in dumped(other)
+
+
+def test_rule_1_snapshot_and_alias_are_the_same_model() -> None:
+    snapshot = Provenance(provider="anthropic", api="messages", model="claude-sonnet-4-20250514")
+    header = msgspec.structs.replace(HEADERS["anthropic"], model="claude-sonnet-4-0")
+    messages: list[Message] = [
+        user("hi"),
+        AssistantMessage(content=[signed(snapshot), TextPart(text="a")], provenance=snapshot),
+        user("again"),
+    ]
+    kwargs, _ = render("anthropic", messages, header)
+    assert history(kwargs)[1]["content"][0]["type"] == "thinking"
+
+
+def test_rule_1_no_provider_bound_reasoning_crosses_providers() -> None:
+    messages: list[Message] = [
+        user("hi"),
+        AssistantMessage(content=[signed(CLAUDE), TextPart(text="a")], provenance=CLAUDE),
+        AssistantMessage(content=[encrypted(GPT), TextPart(text="b")], provenance=GPT),
+        user("again"),
+    ]
+    for target in ("openai-chat", "openai-responses"):
+        kwargs, _ = render(target, messages)
+        assert "SIG-" not in dumped(kwargs)
+    kwargs, _ = render("anthropic", messages)
+    assert "ENC" not in dumped(kwargs) and "rs_1" not in dumped(kwargs)
+
+
+# ---------------------------------------------------------------- rule 2
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_rule_2_foreign_reasoning_policy_drop_or_text(target: str) -> None:
+    origin = GPT if target == "anthropic" else CLAUDE
+    part = signed(origin) if origin is CLAUDE else encrypted(origin)
+    messages: list[Message] = [
+        user("hi"),
+        AssistantMessage(content=[part, TextPart(text="answer")], provenance=origin),
+        user("again"),
+    ]
+    dropped, warnings = render(target, messages)
+    assert part.text not in dumped(dropped)
+    assert "reasoning_dropped" in [w.code for w in warnings]
+    kept, warnings = render(
+        target,
+        messages,
+        foreign_reasoning="text",
+        foreign_reasoning_template="[earlier reasoning] {text}",
+    )
+    assert f"[earlier reasoning] {part.text}" in dumped(kept)
+    assert "reasoning_as_text" in [w.code for w in warnings]
+    # never a half-kept block: no thinking/reasoning block without its opaque payload
+    for rendered in (dropped, kept):
+        text = dumped(rendered)
+        assert '"type":"thinking"' not in text and '"type":"redacted_thinking"' not in text
+        assert '"type":"reasoning"' not in text
+
+
+def test_rule_2_same_model_thinking_without_signature_is_not_half_kept() -> None:
+    unsigned = ThinkingPart(text="partial thought", provenance=CLAUDE)
+    messages: list[Message] = [
+        user("hi"),
+        AssistantMessage(content=[unsigned, TextPart(text="a")], provenance=CLAUDE),
+        user("again"),
+    ]
+    kwargs, warnings = render("anthropic", messages)
+    assert history(kwargs)[1]["content"] == [{"type": "text", "text": "a"}]
+    assert [w.code for w in warnings] == ["reasoning_dropped"]
+
+
+# ---------------------------------------------------------------- rule 3
+
+
+def _tool_loop(first: list[Any], origin: Provenance) -> list[Message]:
+    return [
+        user("use the tool"),
+        AssistantMessage(content=[*first, call()], provenance=origin),
+        result(),
+    ]
+
+
+def test_rule_3_thinking_enabled_last_assistant_turn_starts_with_thinking() -> None:
+    header = msgspec.structs.replace(
+        HEADERS["anthropic"], sampling={"thinking": {"type": "enabled", "budget_tokens": 1024}}
+    )
+    kwargs, warnings = render("anthropic", _tool_loop([signed(CLAUDE)], CLAUDE), header)
+    assert kwargs["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    assert history(kwargs)[1]["content"][0]["type"] == "thinking"
+    assert warnings == []
+
+
+def test_rule_3_thinking_turned_off_with_warning_when_turn_has_no_thinking() -> None:
+    header = msgspec.structs.replace(
+        HEADERS["anthropic"], sampling={"thinking": {"type": "enabled", "budget_tokens": 1024}}
+    )
+    # the loop came from another model: its reasoning cannot be replayed
+    kwargs, warnings = render("anthropic", _tool_loop([encrypted(GPT)], GPT), header)
+    assert kwargs["thinking"] == {"type": "disabled"}
+    assert "thinking_disabled" in [w.code for w in warnings]
+    with pytest.raises(RenderError, match="does not start with a thinking block"):
+        render("anthropic", _tool_loop([encrypted(GPT)], GPT), header, thinking_fallback="error")
+
+
+def test_rule_3_new_user_turn_keeps_thinking_on() -> None:
+    header = msgspec.structs.replace(
+        HEADERS["anthropic"], sampling={"thinking": {"type": "enabled", "budget_tokens": 1024}}
+    )
+    messages: list[Message] = [
+        user("q"),
+        AssistantMessage(content=[TextPart(text="plain answer")], provenance=GPT),
+        user("next question"),
+    ]
+    kwargs, warnings = render("anthropic", messages, header)
+    assert kwargs["thinking"]["type"] == "enabled"
+    assert warnings == []
+
+
+# ---------------------------------------------------------------- rule 4
+
+
+def test_rule_4_reasoning_item_paired_with_following_item() -> None:
+    messages: list[Message] = [
+        user("hi"),
+        AssistantMessage(
+            content=[
+                encrypted(GPT),
+                ToolCallPart(id="call_1", name="get", arguments={}, item_id="fc_1"),
+            ],
+            provenance=GPT,
+        ),
+        result(),
+    ]
+    kwargs, _ = render("openai-responses", messages)
+    items = history(kwargs)
+    assert [item.get("type", "message") for item in items] == [
+        "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+    ]
+    assert items[2]["id"] == "fc_1" and items[2]["call_id"] == "call_1"
+
+
+def test_rule_4_reasoning_without_following_item_is_dropped_with_ids() -> None:
+    messages: list[Message] = [
+        user("hi"),
+        AssistantMessage(
+            content=[TextPart(text="a", item_id="msg_1"), encrypted(GPT)], provenance=GPT
+        ),
+        user("again"),
+    ]
+    kwargs, warnings = render("openai-responses", messages)
+    assert "reasoning" not in dumped(history(kwargs))
+    assert "msg_1" not in dumped(history(kwargs))  # no item left that pairs with a lost rs_
+    assert "reasoning_dropped" in [w.code for w in warnings]
+
+
+def test_rule_4_store_false_needs_encrypted_content() -> None:
+    bare = ThinkingPart(text="s", summary=["s"], id="rs_9", provenance=GPT)
+    messages: list[Message] = [
+        user("hi"),
+        AssistantMessage(content=[bare, TextPart(text="a", item_id="msg_9")], provenance=GPT),
+        user("again"),
+    ]
+    stored, _ = render("openai-responses", messages)
+    assert history(stored)[1] == {
+        "type": "reasoning",
+        "id": "rs_9",
+        "summary": [{"type": "summary_text", "text": "s"}],
+    }
+    header = msgspec.structs.replace(HEADERS["openai-responses"], sampling={"store": False})
+    unstored, warnings = render("openai-responses", messages, header)
+    assert "rs_9" not in dumped(unstored) and "msg_9" not in dumped(unstored)
+    assert "reasoning_dropped" in [w.code for w in warnings]
+
+
+def test_rule_4_summary_always_present() -> None:
+    nosummary = ThinkingPart(encrypted_content="ENC", id="rs_2", provenance=GPT)
+    messages: list[Message] = [
+        user("hi"),
+        AssistantMessage(content=[nosummary, TextPart(text="a")], provenance=GPT),
+    ]
+    kwargs, _ = render("openai-responses", messages)
+    assert history(kwargs)[1]["summary"] == []
+
+
+# ---------------------------------------------------------------- rule 5
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_rule_5_tool_call_ids_mapped_same_for_calls_and_results(target: str) -> None:
+    awkward = "functions.get_weather:0|" + "x" * 470
+    messages: list[Message] = [
+        user("hi"),
+        AssistantMessage(content=[call(awkward), call("call_ok", "other")], provenance=CHAT),
+        result(awkward),
+        result("call_ok"),
+    ]
+    kwargs, _ = render(target, messages)
+    text = dumped(kwargs)
+    fmt = {"anthropic": ANTHROPIC_TOOL_IDS, "openai-chat": CHAT_TOOL_IDS}.get(
+        target, RESPONSES_TOOL_IDS
+    )
+    mapped = map_tool_call_id(awkward, fmt)
+    assert fmt.accepts(mapped)
+    assert text.count(mapped) == 2 and "call_ok" in text
+    if target != "openai-responses":
+        assert awkward not in text
+        assert re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", mapped)
+
+
+def test_rule_5_responses_call_id_is_not_the_item_id() -> None:
+    part = ToolCallPart(id="toolu_01A", name="get", arguments={}, item_id="fc_77", provenance=GPT)
+    messages: list[Message] = [
+        user("hi"),
+        AssistantMessage(content=[part], provenance=GPT),
+        result("toolu_01A"),
+    ]
+    kwargs, _ = render("openai-responses", messages)
+    assert history(kwargs)[1] == {
+        "type": "function_call",
+        "call_id": "toolu_01A",
+        "name": "get",
+        "arguments": "{}",
+        "id": "fc_77",
+    }
+    assert history(kwargs)[2]["call_id"] == "toolu_01A"
+    other = msgspec.structs.replace(HEADERS["openai-responses"], model="gpt-4.1")
+    kwargs, _ = render("openai-responses", messages, other)
+    assert "fc_77" not in dumped(kwargs)  # an item id goes back to its origin only
+
+
+@given(st.lists(st.text(min_size=1, max_size=600), min_size=1, max_size=30, unique=True))
+def test_rule_5_mapping_is_deterministic_collision_free_and_reversible(ids: list[str]) -> None:
+    for fmt in (ANTHROPIC_TOOL_IDS, CHAT_TOOL_IDS, RESPONSES_TOOL_IDS):
+        mapper = ToolIdMapper(fmt)
+        mapped = [mapper.forward(call_id) for call_id in ids]
+        assert all(fmt.accepts(m) for m in mapped)
+        assert len(set(mapped)) == len(ids)
+        assert [map_tool_call_id(call_id, fmt) for call_id in ids] == mapped
+        assert [mapper.reverse(m) for m in mapped] == ids
+
+
+def test_rule_5_reserved_prefix_cannot_collide() -> None:
+    long_id = "y" * 100
+    mapped = map_tool_call_id(long_id, ANTHROPIC_TOOL_IDS)
+    assert mapped.startswith("ue_")
+    # an original id that looks like a mapped one is mapped too, never passed through
+    assert map_tool_call_id(mapped, ANTHROPIC_TOOL_IDS) != mapped
+
+
+# ---------------------------------------------------------------- rule 6
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_rule_6_orphan_call_gets_synthetic_error_result(target: str) -> None:
+    messages: list[Message] = [
+        user("hi"),
+        AssistantMessage(content=[call("call_a"), call("call_b")], provenance=CHAT),
+        result("call_a"),
+        user("what happened?"),
+    ]
+    kwargs, warnings = render(target, messages)
+    text = dumped(kwargs)
+    assert text.count("call_b") == 2
+    assert "interrupted" in text
+    assert [w.code for w in warnings] == ["synthetic_tool_result"]
+    if target == "anthropic":
+        synthetic = history(kwargs)[2]["content"][1]
+        assert synthetic["is_error"] is True and synthetic["tool_use_id"] == "call_b"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_rule_6_orphan_result_dropped_with_warning(target: str) -> None:
+    messages: list[Message] = [
+        user("hi"),
+        AssistantMessage(content=[TextPart(text="no tools")], provenance=CHAT),
+        result("call_ghost", "stray"),
+        user("next"),
+    ]
+    kwargs, warnings = render(target, messages)
+    assert "call_ghost" not in dumped(kwargs) and "stray" not in dumped(kwargs)
+    assert [w.code for w in warnings] == ["orphan_tool_result"]
+    assert warnings[0].details == {"call_id": "call_ghost", "seq": -1}
+
+
+# ---------------------------------------------------------------- rule 7
+
+
+def _parallel() -> list[Message]:
+    return [
+        user("hi"),
+        AssistantMessage(content=[call("call_a"), call("call_b")], provenance=CHAT),
+        result("call_a", "A"),
+        user("interjection"),
+        result("call_b", "B"),
+    ]
+
+
+def test_rule_7_parallel_results_in_one_anthropic_user_message_before_text() -> None:
+    kwargs, _ = render("anthropic", _parallel())
+    last = history(kwargs)[2]
+    assert last["role"] == "user"
+    assert [block["type"] for block in last["content"]] == ["tool_result", "tool_result", "text"]
+    assert len(history(kwargs)) == 3
+
+
+def test_rule_7_chat_tool_messages_directly_after_assistant() -> None:
+    kwargs, _ = render("openai-chat", _parallel())
+    assert [m["role"] for m in history(kwargs)] == ["user", "assistant", "tool", "tool", "user"]
+
+
+def test_rule_7_responses_outputs_after_calls() -> None:
+    kwargs, _ = render("openai-responses", _parallel())
+    kinds = [item.get("type") or item["role"] for item in history(kwargs)]
+    assert kinds == [
+        "user",
+        "function_call",
+        "function_call",
+        "function_call_output",
+        "function_call_output",
+        "user",
+    ]
+
+
+# ---------------------------------------------------------------- rule 8
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_rule_8_no_empty_or_whitespace_text_blocks(target: str) -> None:
+    messages: list[Message] = [
+        UserMessage(content=[TextPart(text="q"), TextPart(text="  \n")]),
+        AssistantMessage(content=[TextPart(text=""), TextPart(text=" "), call()], provenance=CHAT),
+        ToolMessage(call_id="call_1", content=[TextPart(text="   ")]),
+    ]
+    kwargs, _ = render(target, messages)
+    for message in history(kwargs):
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else []
+        for block in blocks:
+            if block.get("type") in ("text", "input_text", "output_text"):
+                assert block["text"].strip()
+        if message.get("role") == "assistant" and isinstance(content, str):
+            assert content.strip()
+    if target == "anthropic":
+        assert history(kwargs)[1]["content"] == [
+            {"type": "tool_use", "id": "call_1", "name": "get", "input": {"q": 1}}
+        ]
+        assert history(kwargs)[2]["content"] == [{"type": "tool_result", "tool_use_id": "call_1"}]
+
+
+# ---------------------------------------------------------------- rule 9
+
+
+def test_rule_9_chat_images_in_tool_results_move_to_following_user_message() -> None:
+    image = ImagePart(data="iVBORw0KGgo=", media_type="image/png")
+    messages: list[Message] = [
+        user("look"),
+        AssistantMessage(content=[call("call_a"), call("call_b")], provenance=CHAT),
+        ToolMessage(call_id="call_a", content=[TextPart(text="screenshot"), image]),
+        result("call_b", "plain"),
+    ]
+    kwargs, _ = render("openai-chat", messages)
+    roles = [m["role"] for m in history(kwargs)]
+    assert roles == ["user", "assistant", "tool", "tool", "user"]
+    tool = history(kwargs)[2]
+    assert isinstance(tool["content"], list)
+    assert "image" not in dumped(tool)
+    moved = history(kwargs)[4]["content"]
+    assert moved[0] == {"type": "text", "text": "Attachments of tool result call_a:"}
+    assert moved[1] == {
+        "type": "image_url",
+        "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="},
+    }
+    # the other targets keep the image inside the result
+    anthropic, _ = render("anthropic", messages)
+    assert history(anthropic)[2]["content"][0]["content"][1]["type"] == "image"
+    responses, _ = render("openai-responses", messages)
+    assert history(responses)[3]["output"][1]["type"] == "input_image"
+
+
+# ---------------------------------------------------------------- rule 10
+
+
+def test_rule_10_cache_control_kept_where_supported() -> None:
+    cache = {"type": "ephemeral"}
+    messages: list[Message] = [
+        UserMessage(content=[TextPart(text="long doc", cache_control=cache)]),
+        AssistantMessage(
+            content=[
+                signed(CLAUDE),
+                ToolCallPart(id="t1", name="get", arguments={}, cache_control=cache),
+            ],
+            provenance=CLAUDE,
+        ),
+        ToolMessage(call_id="t1", content=[TextPart(text="r", cache_control=cache)]),
+    ]
+    kwargs, _ = render("anthropic", messages)
+    wire = history(kwargs)
+    assert wire[0]["content"][0]["cache_control"] == cache
+    assert "cache_control" not in wire[1]["content"][0]  # thinking blocks cannot carry it
+    assert wire[1]["content"][1]["cache_control"] == cache
+    assert wire[2]["content"][0]["content"][0]["cache_control"] == cache
+    off, _ = render("anthropic", messages, keep_cache_control=False)
+    assert "cache_control" not in dumped(off)
+    for target in ("openai-chat", "openai-responses"):
+        other, _ = render(target, messages)
+        assert "cache_control" not in dumped(other)
+
+
+# ---------------------------------------------------------------- rule 11
+
+
+def test_rule_11_system_prompt_placement_and_tools() -> None:
+    spec = ToolSpec(
+        name="get",
+        description="Get it",
+        input_schema={"type": "object", "properties": {"q": {"type": "string"}}},
+    )
+    messages: list[Message] = [user("hi")]
+    anthropic, _ = render(
+        "anthropic",
+        messages,
+        msgspec.structs.replace(HEADERS["anthropic"], system="Be brief.", tools=[spec]),
+    )
+    assert anthropic["system"] == "Be brief."
+    assert anthropic["tools"] == [
+        {"name": "get", "input_schema": spec.input_schema, "description": "Get it"}
+    ]
+    chat, _ = render(
+        "openai-chat",
+        messages,
+        msgspec.structs.replace(HEADERS["openai-chat"], system="Be brief.", tools=[spec]),
+    )
+    assert history(chat)[0] == {"role": "system", "content": "Be brief."}
+    assert chat["tools"] == [
+        {
+            "type": "function",
+            "function": {"name": "get", "parameters": spec.input_schema, "description": "Get it"},
+        }
+    ]
+    reasoning_model = msgspec.structs.replace(
+        HEADERS["openai-chat"], model="o3-mini", system="Be brief."
+    )
+    chat_o3, _ = render("openai-chat", messages, reasoning_model)
+    assert history(chat_o3)[0]["role"] == "developer"
+    responses, _ = render(
+        "openai-responses",
+        messages,
+        msgspec.structs.replace(HEADERS["openai-responses"], system="Be brief.", tools=[spec]),
+    )
+    assert responses["instructions"] == "Be brief."
+    assert "Be brief." not in dumped(history(responses))
+    assert responses["tools"] == [
+        {
+            "type": "function",
+            "name": "get",
+            "description": "Get it",
+            "parameters": spec.input_schema,
+            "strict": False,
+        }
+    ]
+
+
+def test_rule_11_foreign_server_tools_and_settings_dropped_with_warning() -> None:
+    header = RequestHeaderEvent(
+        provider="anthropic",
+        api="messages",
+        model="claude-sonnet-4-5",
+        tools=[
+            ToolSpec(
+                name="web_search",
+                kind="server",
+                native={"type": "web_search_20250305", "name": "web_search"},
+            )
+        ],
+        sampling={
+            "max_tokens": 1000,
+            "temperature": 0.5,
+            "top_k": 5,
+            "tool_choice": {"type": "any"},
+        },
+    )
+    warnings: list[WarningEvent] = []
+    kwargs = module("openai-responses").render_request(
+        [user("hi")], header, RenderPolicy(model="gpt-5"), warnings=warnings
+    )
+    assert kwargs["model"] == "gpt-5"
+    assert kwargs["max_output_tokens"] == 1000 and kwargs["temperature"] == 0.5
+    assert kwargs["tool_choice"] == "required"
+    assert "tools" not in kwargs and "top_k" not in dumped(kwargs)
+    assert sorted(w.code for w in warnings) == ["setting_dropped", "tool_dropped"]
+
+
+def test_render_needs_a_model() -> None:
+    with pytest.raises(RenderError, match="no model"):
+        module("anthropic").render_request([user("hi")], None)
