@@ -30,6 +30,8 @@ that every switch of runtime runs into (see ``shared/PITFALLS.md``) are made her
 from __future__ import annotations
 
 import base64
+import bisect
+import functools
 import hashlib
 import re
 from collections.abc import Callable, Sequence
@@ -154,6 +156,7 @@ _MAPPED_PREFIX = "ue_"
 _DIGEST_CHARS = 22  # 16 bytes (128 bits) of SHA-256, base64url without padding
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def map_tool_call_id(call_id: str, fmt: ToolIdFormat) -> str:
     """The id a target sees for ``call_id``: deterministic and collision-free.
 
@@ -303,17 +306,16 @@ def _group_bounds(messages: Sequence[Message], start: int) -> list[int]:
 def repair_group(messages: Sequence[Message], policy: RenderPolicy) -> Group:
     """Pair calls and results in one group's messages; repair orphans (rule 6)."""
     first = messages[0] if messages else None
-    assistant = first if isinstance(first, AssistantMessage) else None
+    assistant = first if type(first) is AssistantMessage else None
     group = Group(assistant)
     open_calls: dict[str, ToolCallPart] = {}
     if assistant is not None:
         for part in assistant.content:
-            if isinstance(part, ToolCallPart):
+            if type(part) is ToolCallPart:
                 open_calls[part.id] = part
-    for message in messages[1:] if assistant is not None else messages:
-        if isinstance(message, UserMessage):
-            group.users.append(message)
-        elif isinstance(message, ToolMessage):
+    for index in range(1 if assistant is not None else 0, len(messages)):
+        message = messages[index]
+        if type(message) is ToolMessage:
             if open_calls.pop(message.call_id, None) is None:
                 group.warnings.append(
                     warning(
@@ -326,6 +328,8 @@ def repair_group(messages: Sequence[Message], policy: RenderPolicy) -> Group:
                 )
             else:
                 group.results.append(message)
+        elif type(message) is UserMessage:
+            group.users.append(message)
     for call_id, call in open_calls.items():
         group.results.append(
             ToolMessage(
@@ -364,8 +368,13 @@ Renderer = Callable[[Group], list[dict[str, Any]]]
 class _CacheState:
     messages: list[Message]
     bounds: list[int]
+    """Start index of each group in ``messages``."""
     outputs: list[list[dict[str, Any]]]
     warnings: list[list[WarningEvent]]
+    wire: list[dict[str, Any]]
+    """All groups' wire messages, flattened."""
+    wire_ends: list[int]
+    """``len(wire)`` after each group."""
 
 
 class RenderCache:
@@ -391,6 +400,8 @@ class RenderCache:
 
 def _common_prefix(old: Sequence[Message], new: Sequence[Message]) -> int:
     limit = min(len(old), len(new))
+    if list(old[:limit]) == list(new[:limit]):  # C loop; ``is`` short-cuts each item
+        return limit
     index = 0
     while index < limit:
         a, b = old[index], new[index]
@@ -414,23 +425,31 @@ def render_history(
     if state is not None:
         prefix = _common_prefix(state.messages, messages)
         # group g is reusable when the assistant message opening group g+1 is unchanged
-        while keep + 1 < len(state.bounds) and state.bounds[keep + 1] < prefix:
-            keep += 1
-    start = state.bounds[keep] if state is not None and keep else 0
-    bounds = (state.bounds[:keep] if state is not None else []) + (
-        _group_bounds(messages, start) if start < len(messages) else []
-    )
-    outputs = state.outputs[:keep] if state is not None else []
-    warnings = state.warnings[:keep] if state is not None else []
+        keep = max(bisect.bisect_left(state.bounds, prefix, lo=1) - 1, 0)
+    if state is not None and keep:
+        start = state.bounds[keep]
+        bounds = state.bounds[:keep]
+        outputs = state.outputs[:keep]
+        warnings = state.warnings[:keep]
+        wire = state.wire[: state.wire_ends[keep - 1]]
+        wire_ends = state.wire_ends[:keep]
+    else:
+        start, bounds, outputs, warnings, wire, wire_ends = 0, [], [], [], [], []
+    if start < len(messages):
+        bounds.extend(_group_bounds(messages, start))
     ends = [*bounds[1:], len(messages)]
     for index in range(keep, len(bounds)):
         group = repair_group(messages[bounds[index] : ends[index]], policy)
-        outputs.append(render_group(group))
+        output = render_group(group)
+        outputs.append(output)
         warnings.append(group.warnings)
+        wire.extend(output)
+        wire_ends.append(len(wire))
     if cache is not None:
-        cache.store(cache_key, _CacheState(list(messages), bounds, outputs, warnings))
-    wire = [message for output in outputs for message in output]
-    return wire, [event for batch in warnings for event in batch]
+        cache.store(
+            cache_key, _CacheState(list(messages), bounds, outputs, warnings, list(wire), wire_ends)
+        )
+    return wire, [event for batch in warnings if batch for event in batch]
 
 
 # ---------------------------------------------------------------- header helpers

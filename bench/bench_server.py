@@ -2,7 +2,8 @@
 
 Compared in the same run, against the same server process and the same 100 clients:
 
-* project: a producer POSTs the events (20 per request) to the control plane, which
+* project: a producer process POSTs the events (20 per request, each after the last
+  one's response) to the control plane, which
   stores them (SQLite, the default store), encodes each once and fans it out to the
   100 SSE clients;
 * baseline: a bare Starlette endpoint streams the *same pre-encoded SSE bytes* (the
@@ -17,6 +18,7 @@ alternate; the median round counts. Run: ``python bench/bench_server.py``.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import statistics
@@ -191,7 +193,12 @@ class RawHttp:
         self.writer.close()
 
 
-async def control_plane_round(port: int, session: str) -> tuple[float, list[float]]:
+async def produce(port: int, session: str) -> None:
+    """The agent: POSTs the events, 20 a request, one after another (own process).
+
+    Prints the ``time.perf_counter()`` (CLOCK_MONOTONIC, shared by every process on
+    Linux) at which each batch was sent, as one JSON list.
+    """
     from universal_event.codec import encode_lines
     from universal_event.events import AssistantChunkEvent
 
@@ -200,20 +207,33 @@ async def control_plane_round(port: int, session: str) -> tuple[float, list[floa
         for i in range(EVENTS)
     ]
     bodies = [encode_lines(events[i : i + BATCH]) for i in range(0, EVENTS, BATCH)]
-    clients, tasks = await _connect(port, f"/sessions/{session}/events")
-    sent: dict[int, float] = {}
     http = await RawHttp.open(port)
-    started = time.perf_counter()
-    for index, body in enumerate(bodies):
-        now = time.perf_counter()
-        for seq in range(index * BATCH, (index + 1) * BATCH):
-            sent[seq] = now
+    sent: list[float] = []
+    for body in bodies:
+        sent.append(time.perf_counter())
         await http.post(f"/sessions/{session}/events", body)
-    await asyncio.wait_for(asyncio.gather(*tasks), 60)
     http.close()
+    print(json.dumps(sent), flush=True)
+
+
+async def control_plane_round(port: int, session: str) -> tuple[float, list[float]]:
+    clients, tasks = await _connect(port, f"/sessions/{session}/events")
+    producer = await asyncio.create_subprocess_exec(
+        sys.executable,
+        __file__,
+        "--produce",
+        str(port),
+        session,
+        stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    output, _ = await asyncio.wait_for(producer.communicate(), 60)
+    await asyncio.wait_for(asyncio.gather(*tasks), 60)
+    batch_sent: list[float] = json.loads(output)
+    started = batch_sent[0]
     finished = max(c.arrivals[EVENTS - 1] for c in clients)
     _check_complete(clients)
-    latencies = [at - sent[seq] for c in clients for seq, at in c.arrivals.items()]
+    latencies = [at - batch_sent[seq // BATCH] for c in clients for seq, at in c.arrivals.items()]
     return CLIENTS * EVENTS / (finished - started), latencies
 
 
@@ -274,6 +294,9 @@ async def _stop(port: int) -> None:
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--serve":
         serve(sys.argv[2])
+        return
+    if len(sys.argv) == 4 and sys.argv[1] == "--produce":
+        asyncio.run(produce(int(sys.argv[2]), sys.argv[3]))
         return
     with tempfile.TemporaryDirectory() as directory:
         store_url = os.environ.get("BENCH_STORE") or f"sqlite:///{directory}/bench.db"

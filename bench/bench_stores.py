@@ -278,7 +278,9 @@ def bench_reads(directory: Path, url: str | None, rounds: int, count: int) -> li
     if baseline is not None:
         for name, reader in readers:
             project, agents = best_of(rounds, reader, baseline)
-            lines.append(ratio_line(f"read_{count}_{name}_vs_agents", project, agents, "s", ">=", 2))
+            lines.append(
+                ratio_line(f"read_{count}_{name}_vs_agents", project, agents, "s", ">=", 2)
+            )
     if pg_store is not None:
         import psycopg
 

@@ -481,6 +481,9 @@ class RuntimeSwitchEvent(EventBase, tag="runtime/switch", kw_only=True, frozen=T
     from_runtime: str | None = None
     to_runtime: str
     reason: str | None = None
+    native_session_id: str | None = None
+    """The target runtime's native session written from the log for the hand-off
+    (Claude Code session UUID, Codex thread id), when there is one."""
 
 
 class NativeUnknownEvent(EventBase, tag="native/unknown", kw_only=True, frozen=True):

@@ -3,9 +3,15 @@
 Each runner launches the runtime through its own Python SDK (``claude_agent_sdk`` for
 Claude Code, ``openai_codex`` for the Codex app-server), points it at a model server
 (``base_url``), feeds every native message through the runtime's adapter and appends
-the universal events to a :class:`~universal_event.log.SessionLog`, checkpointing as it
-goes. The environment is built from scratch (no inherited variables) with the switches
-that keep each CLI on loopback (see the module constants).
+the universal events to a :class:`~universal_event.log.SessionLog` with
+:func:`adapters._tap.tap` / :func:`~adapters._tap.atap`: checkpointed before the caller
+(and so the runtime) can act on a tool call, at every step and turn end, and when the
+stream ends however it ends. The environment is built from scratch (no inherited
+variables) with the switches that keep each CLI on loopback (see the module constants).
+
+Test hooks, also useful to a platform: ``interrupt_when`` (a predicate over the native
+messages: interrupt the turn the way the SDK does it) and ``kill_when`` (SIGKILL the CLI
+process: a runtime crash).
 """
 
 from __future__ import annotations
@@ -14,20 +20,20 @@ import asyncio
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterable
+import signal
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from universal_event.events import (
     Event,
+    EventBase,
     RuntimeSwitchEvent,
     SessionStartEvent,
-    Source,
-    UserMessageEvent,
+    TurnEndEvent,
 )
 from universal_event.log import SessionLog
-from universal_event.parts import TextPart
 
 __all__ = [
     "CLAUDE_CODE_OFFLINE_ENV",
@@ -35,7 +41,12 @@ __all__ = [
     "ClaudeCodeRunner",
     "CodexRunner",
     "RunResult",
+    "bundled_claude",
+    "bundled_codex",
     "claude_project_dir",
+    "current_native_session",
+    "last_runtime",
+    "runtime_available",
 ]
 
 CLAUDE_CODE_OFFLINE_ENV = {
@@ -88,17 +99,24 @@ plugins = false
 
 _BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
+NativePredicate = Callable[[Any], bool]
+"""Called with each native message; True triggers the hook (interrupt, kill)."""
+
 
 @dataclass
 class RunResult:
     """What one driven turn produced."""
 
     events: list[Event] = field(default_factory=list)
+    """The events this run appended, as logged (seq filled)."""
     native_session_id: str | None = None
     """Claude Code's session UUID or Codex's thread id."""
     status: str = "completed"
+    """The status of the turn's ``turn/end`` (``interrupted`` when none was logged)."""
     native: list[Any] = field(default_factory=list)
     """Every native message the SDK yielded, unchanged (what a tap gives the caller)."""
+    error: BaseException | None = None
+    """The exception that ended the stream early (the CLI died), if any."""
 
 
 def claude_project_dir(home: Path, cwd: Path) -> Path:
@@ -106,34 +124,90 @@ def claude_project_dir(home: Path, cwd: Path) -> Path:
     return home / ".claude" / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(cwd))
 
 
-def _append_prompt(log: SessionLog, runtime: str, prompt: str) -> None:
-    log.append(
-        UserMessageEvent(
-            content=[TextPart(text=prompt)], source=Source(runtime=runtime, native_type="prompt")
-        )
-    )
-
-
-def _note_switch(log: SessionLog, runtime: str) -> None:
-    """Log a ``runtime/switch`` when the session was last driven by another runtime."""
-    previous = None
-    for event in log.events():
-        if isinstance(event, SessionStartEvent) and event.runtime:
-            previous = event.runtime
-        elif isinstance(event, RuntimeSwitchEvent):
-            previous = event.to_runtime
-    if previous is not None and previous != runtime:
-        log.append(RuntimeSwitchEvent(from_runtime=previous, to_runtime=runtime))
-
-
-def _log_all(log: SessionLog, events: Iterable[Event], sink: list[Event]) -> None:
+def last_runtime(events: Iterable[Event]) -> str | None:
+    """The runtime that drove the session last (``session/start`` or ``runtime/switch``)."""
+    runtime = None
     for event in events:
-        sink.append(log.append(event))
+        if isinstance(event, SessionStartEvent) and event.runtime:
+            runtime = event.runtime
+        elif isinstance(event, RuntimeSwitchEvent):
+            runtime = event.to_runtime
+    return runtime
+
+
+def current_native_session(events: Iterable[Event], runtime: str) -> str | None:
+    """The native session of ``runtime`` that holds the session's whole history, if any.
+
+    Only a native session begun after the last ``runtime/switch`` counts: one from
+    before a switch lacks what the other runtime did since.
+    """
+    native: str | None = None
+    for event in events:
+        if isinstance(event, RuntimeSwitchEvent):
+            native = event.native_session_id if event.to_runtime == runtime else None
+        elif isinstance(event, SessionStartEvent) and event.runtime == runtime:
+            native = event.native_session_id or native
+        elif isinstance(event, SessionStartEvent) and event.runtime:
+            native = None
+    return native
+
+
+class _RunLog:
+    """The log as ``tap`` sees it: records what this run appended, drops repeats.
+
+    Every ``query()`` of Claude Code begins with ``system/init`` and so a ``session/start``;
+    a resumed native session already has one in the log, so the repeat is dropped.
+    """
+
+    def __init__(self, log: SessionLog, sink: list[Event], on_event: Callable[[Event], None] | None):
+        self.log = log
+        self.sink = sink
+        self.on_event = on_event
+        self._started = {
+            e.native_session_id for e in log.events() if isinstance(e, SessionStartEvent)
+        }
+
+    def extend(self, events: Iterable[EventBase]) -> Sequence[EventBase]:
+        logged: list[Event] = []
+        for event in events:
+            if isinstance(event, SessionStartEvent):
+                if event.native_session_id in self._started:
+                    continue
+                self._started.add(event.native_session_id)
+            logged.append(self.log.append(event))  # type: ignore[arg-type]
+        self.sink.extend(logged)
+        if self.on_event is not None:
+            for event in logged:
+                self.on_event(event)
+        return logged
+
+    def checkpoint(self) -> int:
+        return self.log.checkpoint()
+
+
+def _turn_status(events: list[Event]) -> str:
+    for event in reversed(events):
+        if isinstance(event, TurnEndEvent):
+            return event.status
+    return "interrupted"
+
+
+def _kill(pid: int | None) -> None:
+    """SIGKILL one process we started (the runtime's CLI), by its id."""
+    if pid is not None:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 @dataclass
 class ClaudeCodeRunner:
-    """Runs Claude Code (the CLI bundled with ``claude_agent_sdk``) one turn at a time."""
+    """Runs Claude Code (the CLI bundled with ``claude_agent_sdk``) one turn at a time.
+
+    ``home`` is the CLI's ``$HOME`` (its transcripts live under ``home/.claude``);
+    ``cwd`` where it runs commands.
+    """
 
     base_url: str
     home: Path
@@ -142,6 +216,12 @@ class ClaudeCodeRunner:
     max_retries: int = 1
     extra_env: dict[str, str] = field(default_factory=dict)
     on_native: Callable[[Any], None] | None = None
+    on_event: Callable[[Event], None] | None = None
+    interrupt_when: NativePredicate | None = None
+    kill_when: NativePredicate | None = None
+    include_partial_messages: bool = True
+
+    runtime = "claude-code"
 
     def env(self) -> dict[str, str]:
         return {
@@ -157,20 +237,23 @@ class ClaudeCodeRunner:
         }
 
     def run(self, log: SessionLog, prompt: str, *, resume: str | None = None) -> RunResult:
-        """Run one turn (resuming a native session when given) and log it live."""
+        """Run one turn (resuming native session ``resume`` when given) and log it live."""
         return asyncio.run(self.arun(log, prompt, resume=resume))
 
     async def arun(self, log: SessionLog, prompt: str, *, resume: str | None = None) -> RunResult:
-        from claude_agent_sdk import ClaudeAgentOptions, query
+        from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
 
-        from adapters import create_adapter
+        from adapters._tap import atap
+        from adapters.claude_sdk import ClaudeCodeAdapter
 
         self.home.mkdir(parents=True, exist_ok=True)
         self.cwd.mkdir(parents=True, exist_ok=True)
-        _note_switch(log, "claude-code")
-        _append_prompt(log, "claude-code", prompt)
+        result = RunResult(native_session_id=resume)
+        run_log = _RunLog(log, result.events, self.on_event)
+        adapter = ClaudeCodeAdapter(session_id=log.session_id)
+        _note_switch(run_log, log, self.runtime, resume)
+        run_log.extend(adapter.user_prompt(prompt))
         log.checkpoint()
-        adapter = create_adapter("claude-code", session_id=log.session_id)
         options = ClaudeAgentOptions(
             model=self.model,
             permission_mode="bypassPermissions",
@@ -178,28 +261,54 @@ class ClaudeCodeRunner:
             max_turns=8,
             env=self.env(),
             resume=resume,
+            include_partial_messages=self.include_partial_messages,
         )
-        result = RunResult()
-        async for message in query(prompt=prompt, options=options):
-            result.native.append(message)
-            if self.on_native is not None:
-                self.on_native(message)
-            session_id = getattr(message, "session_id", None) or (
-                getattr(message, "data", {}) or {}
-            ).get("session_id")
-            if isinstance(session_id, str) and session_id:
-                result.native_session_id = session_id
-            _log_all(log, adapter.feed(message), result.events)
-            log.checkpoint()
-        _log_all(log, adapter.close(), result.events)
-        log.checkpoint()
-        result.status = _last_turn_status(result.events)
+        client = ClaudeSDKClient(options=options)
+        interrupted = killed = False
+        try:
+            await client.connect()
+            await client.query(prompt)
+            async for message in atap(client.receive_response(), adapter, run_log):
+                result.native.append(message)
+                if self.on_native is not None:
+                    self.on_native(message)
+                session_id = getattr(message, "session_id", None) or (
+                    getattr(message, "data", None) or {}
+                ).get("session_id")
+                if isinstance(session_id, str) and session_id:
+                    result.native_session_id = session_id
+                if not interrupted and self.interrupt_when and self.interrupt_when(message):
+                    interrupted = True
+                    await client.interrupt()
+                if not killed and self.kill_when and self.kill_when(message):
+                    killed = True
+                    _kill(_claude_pid(client))
+        except Exception as exc:  # the CLI died: the tap already closed the turn
+            result.error = exc
+        finally:
+            try:
+                await client.disconnect()
+            except Exception:  # disconnecting from a killed CLI may fail; nothing to keep
+                pass
+        result.status = _turn_status(result.events)
         return result
+
+
+def _claude_pid(client: Any) -> int | None:
+    transport = getattr(client, "_transport", None)
+    process = getattr(transport, "_process", None)
+    pid = getattr(process, "pid", None)
+    return pid if isinstance(pid, int) else None
 
 
 @dataclass
 class CodexRunner:
-    """Runs Codex (the app-server bundled with ``openai-codex-cli-bin``) one turn at a time."""
+    """Runs Codex (the app-server bundled with ``openai-codex-cli-bin``) one turn at a time.
+
+    ``codex_home`` is ``$CODEX_HOME`` (config, rollouts, state DBs); ``cwd`` where it
+    runs commands. Raw response items are switched on (``experimentalRawEvents``) so the
+    log gets the function calls and tool outputs exactly as Codex sends them to the model.
+    """
 
     base_url: str
     codex_home: Path
@@ -207,6 +316,11 @@ class CodexRunner:
     model: str = "gpt-5.5"
     max_retries: int = 1
     on_native: Callable[[Any], None] | None = None
+    on_event: Callable[[Event], None] | None = None
+    interrupt_when: NativePredicate | None = None
+    kill_when: NativePredicate | None = None
+
+    runtime = "codex"
 
     def write_config(self) -> Path:
         self.codex_home.mkdir(parents=True, exist_ok=True)
@@ -223,73 +337,77 @@ class CodexRunner:
             "PATH": _BASE_PATH,
             "HOME": str(self.codex_home),
             "LANG": "C.UTF-8",
+            "SHELL": "/bin/bash",
             "CODEX_HOME": str(self.codex_home),
             "UNIVERSAL_EVENT_CODEX_API_KEY": "universal-event-offline",
         }
 
-    def run(
-        self,
-        log: SessionLog,
-        prompt: str,
-        *,
-        resume: str | None = None,
-        interrupt_after: int | None = None,
-    ) -> RunResult:
-        """Run one turn (resuming thread ``resume`` when given) and log it live.
+    def run(self, log: SessionLog, prompt: str, *, resume: str | None = None) -> RunResult:
+        """Run one turn (resuming thread ``resume`` when given) and log it live."""
+        from openai_codex import Codex, CodexConfig
+        from openai_codex.api import Thread
 
-        ``interrupt_after``: interrupt the turn after that many native notifications.
-        """
-        from openai_codex import ApprovalMode, Codex, CodexConfig, Sandbox
-
-        from adapters import create_adapter
+        from adapters._tap import tap
+        from adapters.codex import CodexAdapter
 
         self.cwd.mkdir(parents=True, exist_ok=True)
         self.write_config()
-        _note_switch(log, "codex")
-        _append_prompt(log, "codex", prompt)
+        result = RunResult(native_session_id=resume)
+        run_log = _RunLog(log, result.events, self.on_event)
+        adapter = CodexAdapter(session_id=log.session_id, model=self.model)
+        _note_switch(run_log, log, self.runtime, resume)
         log.checkpoint()
-        adapter = create_adapter("codex", session_id=log.session_id)
-        config = CodexConfig(cwd=str(self.cwd), env=self.env())
-        result = RunResult()
-        with Codex(config=config) as codex:
+        params: dict[str, Any] = {
+            "approvalPolicy": "never",
+            "sandbox": "danger-full-access",
+            "model": self.model,
+            "cwd": str(self.cwd),
+        }
+        interrupted = killed = False
+        with Codex(config=CodexConfig(cwd=str(self.cwd), env=self.env())) as codex:
+            client: Any = codex._client
             if resume is None:
-                thread = codex.thread_start(
-                    approval_mode=ApprovalMode.deny_all,
-                    sandbox=Sandbox.full_access,
-                    model=self.model,
-                    cwd=str(self.cwd),
-                )
+                # thread_start() of the SDK has no experimentalRawEvents parameter; the
+                # app-server takes it (the SDK initialises with experimentalApi: true).
+                started = client.thread_start({**params, "experimentalRawEvents": True})
             else:
-                thread = codex.thread_resume(
-                    resume,
-                    approval_mode=ApprovalMode.deny_all,
-                    sandbox=Sandbox.full_access,
-                    model=self.model,
-                    cwd=str(self.cwd),
-                )
-            result.native_session_id = thread.id
-            handle = thread.turn(prompt)
-            for count, notification in enumerate(handle.stream(), start=1):
-                result.native.append(notification)
-                if self.on_native is not None:
-                    self.on_native(notification)
-                _log_all(log, adapter.feed(notification), result.events)
-                log.checkpoint()
-                if interrupt_after is not None and count == interrupt_after:
-                    handle.interrupt()
-        _log_all(log, adapter.close(), result.events)
-        log.checkpoint()
-        result.status = _last_turn_status(result.events)
+                started = client.thread_resume(resume, {**params, "experimentalRawEvents": True})
+            thread_info = started.thread.model_dump(mode="json", by_alias=True)
+            result.native_session_id = started.thread.id
+            # thread/started is not in the turn stream: feed the thread itself.
+            run_log.extend(
+                adapter.feed({"method": "thread/started", "params": {"thread": thread_info}})
+            )
+            handle = Thread(client, started.thread.id).turn(prompt)
+            try:
+                for notification in tap(handle.stream(), adapter, run_log):
+                    result.native.append(notification)
+                    if self.on_native is not None:
+                        self.on_native(notification)
+                    if not interrupted and self.interrupt_when and self.interrupt_when(notification):
+                        interrupted = True
+                        handle.interrupt()
+                    if not killed and self.kill_when and self.kill_when(notification):
+                        killed = True
+                        _kill(_codex_pid(client))
+            except Exception as exc:  # the app-server died: the tap closed the turn
+                result.error = exc
+        result.status = _turn_status(result.events)
         return result
 
 
-def _last_turn_status(events: list[Event]) -> str:
-    from universal_event.events import TurnEndEvent
+def _codex_pid(client: Any) -> int | None:
+    pid = getattr(getattr(client, "_proc", None), "pid", None)
+    return pid if isinstance(pid, int) else None
 
-    for event in reversed(events):
-        if isinstance(event, TurnEndEvent):
-            return event.status
-    return "interrupted"
+
+def _note_switch(run_log: _RunLog, log: SessionLog, runtime: str, native: str | None) -> None:
+    """Log a ``runtime/switch`` when the session was last driven by another runtime."""
+    previous = last_runtime(log.events())
+    if previous is not None and previous != runtime:
+        run_log.extend(
+            [RuntimeSwitchEvent(from_runtime=previous, to_runtime=runtime, native_session_id=native)]
+        )
 
 
 def bundled_codex() -> Path | None:
@@ -315,4 +433,4 @@ def bundled_claude() -> Path | None:
 def runtime_available(runtime: str) -> bool:
     """Whether the runtime's binary is installed (the ``claude``/``codex`` extras)."""
     binary = bundled_claude() if runtime == "claude-code" else bundled_codex()
-    return binary is not None and os.access(binary, os.X_OK) or shutil.which(runtime) is not None
+    return (binary is not None and os.access(binary, os.X_OK)) or shutil.which(runtime) is not None

@@ -241,6 +241,9 @@ def _tool_message(
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The tool message (text only) and the media moved out of it (rule 9)."""
     call_id = map_tool_call_id(result.call_id, CHAT_TOOL_IDS)
+    if len(result.content) == 1 and type(result.content[0]) is TextPart:  # the common case
+        only = result.content[0].text
+        return {"role": "tool", "tool_call_id": call_id, "content": only}, []
     texts = [p.text for p in result.content if isinstance(p, TextPart) and not is_blank(p.text)]
     media: list[dict[str, Any]] = []
     for part in result.content:

@@ -131,7 +131,11 @@ class JsonlStore:
                 return
             try:
                 stat = os.fstat(fd)
-                size, last_seq = _settle_end(session_id, fd, stat.st_size)
+                known = self._positions.get(session_id)
+                if known and (known.inode, known.offset) == (stat.st_ino, stat.st_size):
+                    size, last_seq = stat.st_size, known.seq  # nobody wrote since we did
+                else:
+                    size, last_seq = _settle_end(session_id, fd, stat.st_size)
                 if last_seq + 1 != expected_seq:
                     raise ConflictError(session_id, expected_seq, last_seq + 1)
                 if not events:

@@ -1,0 +1,114 @@
+"""The command line is a contract: names, options and exit codes scripts rely on.
+
+These run the real entry point (``python -m universal_event``) in a subprocess, the
+way scripts do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CAPTURE = ROOT / "tests" / "fixtures" / "captured" / "claude" / "cli" / "c01_tool" / "stdout.jsonl"
+COMMANDS = (
+    "schema normalize import events derive render sessions show fork repair replay run "
+    "handoff serve"
+).split()
+
+
+def _run(
+    *args: str,
+    env: dict[str, str] | None = None,
+    stdin: bytes | None = None,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "universal_event", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, **(env or {})},
+        cwd=cwd or ROOT,
+    )
+
+
+def test_help_lists_every_contract_command() -> None:
+    result = _run("--help")
+    assert result.returncode == 0
+    for command in COMMANDS:
+        assert command in result.stdout.decode(), command
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_takes_store(command: str) -> None:
+    result = _run(command, "--help")
+    assert result.returncode == 0
+    assert "--store" in result.stdout.decode()
+
+
+def test_normalize_reads_stdin_and_writes_json_lines() -> None:
+    result = _run("normalize", "--from", "claude-code", "-", stdin=CAPTURE.read_bytes())
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    types = [e["type"] for e in events]
+    assert "session/start" in types and "assistant/message" in types and "tool/result" in types
+    assert all(e["source"]["runtime"] == "claude-code" for e in events if "source" in e)
+
+
+def test_store_defaults_to_env_then_embedded_sqlite(tmp_path: Path) -> None:
+    from_env = tmp_path / "env.db"
+    result = _run(
+        "import",
+        "--from",
+        "claude-code",
+        str(CAPTURE),
+        "--session",
+        "s1",
+        env={"UNIVERSAL_EVENT_STORE": f"sqlite:///{from_env}"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert from_env.exists()
+    listed = _run("sessions", env={"UNIVERSAL_EVENT_STORE": f"sqlite:///{from_env}"})
+    assert b"s1" in listed.stdout
+
+    env = {k: v for k, v in os.environ.items() if k != "UNIVERSAL_EVENT_STORE"}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "universal_event",
+            "import",
+            "--from",
+            "claude-code",
+            str(CAPTURE),
+            "--session",
+            "s2",
+        ],
+        capture_output=True,
+        timeout=120,
+        check=False,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / ".universal-event" / "sessions.db").exists()
+
+
+def test_unknown_runtime_is_a_usage_error() -> None:
+    result = _run("normalize", "--from", "gopher", "-", stdin=b"")
+    assert result.returncode == 2
+    assert b"invalid choice" in result.stderr
+
+
+def test_bad_input_exits_nonzero_with_a_message_naming_the_problem(tmp_path: Path) -> None:
+    store = f"jsonl:///{tmp_path}"
+    result = _run("derive", "--session", "nope", "--store", store)
+    assert result.returncode != 0
+    assert b"nope" in result.stderr
