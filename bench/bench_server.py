@@ -282,7 +282,6 @@ async def bench(port: int) -> None:
         f"baseline={baseline_rate:.0f}events/s ratio={ratio:.2f} target=>={TARGET} "
         f"ok={'yes' if ratio >= TARGET else 'no'}"
     )
-    print(f"LATENCY server_fanout p99={p99:.1f}ms p50={p50:.1f}ms")
 
 
 async def _stop(port: int) -> None:

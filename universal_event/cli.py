@@ -266,8 +266,98 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
-cmd_run = _not_available("run")
-cmd_handoff = _not_available("handoff")
+def _drive(args: argparse.Namespace, runtime: str, prompt: str | None) -> int:
+    """``run`` and ``handoff``: open the session live, hand over / run, print the timeline.
+
+    Without ``--model-url`` a built-in fake model server on 127.0.0.1 answers (see
+    :func:`universal_event.fake_models.demo_responder`): nothing leaves the machine.
+    """
+    import contextlib
+
+    from universal_event.fake_models import FakeModelServer, demo_responder
+    from universal_event.handoff import RuntimePlaces, hand_off, make_runner, prepare
+    from universal_event.log import SessionLog
+    from universal_event.runtimes import runtime_available, timeline_lines, timeline_row
+
+    if not runtime_available(runtime):
+        extra = "claude" if runtime == "claude-code" else "codex"
+        raise NotAvailableError(
+            f"{runtime} is not installed (pip install 'universal-event[{extra}]')"
+        )
+    places = RuntimePlaces(Path(args.workdir).resolve(), Path(args.cwd).resolve())
+    store = _open_store(args)
+    with contextlib.ExitStack() as stack:
+        stack.callback(store.close)
+        model_url = args.model_url
+        if model_url is None:
+            fake = stack.enter_context(FakeModelServer(responder=demo_responder))
+            model_url = fake.url
+            print(
+                f"universal-event: model: built-in fake model server at {model_url}",
+                file=sys.stderr,
+            )
+
+        def show(event: Event) -> None:
+            row = timeline_row(event)
+            if row is not None and not args.quiet:
+                print(row, file=sys.stderr, flush=True)
+
+        runner = make_runner(runtime, model_url, places, args.model, on_event=show)  # type: ignore[arg-type]
+        log = SessionLog(store, args.session)
+        stack.callback(log.close)
+        status = "completed"
+        if prompt is None:
+            written = hand_off(
+                log,
+                runtime,  # type: ignore[arg-type]
+                model=runner.model,
+                cwd=runner.cwd,
+                claude_home=places.claude_home,
+                codex_home=places.codex_home,
+            )
+            for warning in written.warnings:
+                print(
+                    f"universal-event: warning: [{warning.code}] {warning.message}", file=sys.stderr
+                )
+            print(
+                f"session {args.session}: handed to {runtime} as {written.native_session_id} ({written.path})"
+            )
+        else:
+            resume, handed = prepare(log, runner)
+            if handed is not None:
+                print(
+                    f"universal-event: handed to {runtime} as {handed.native_session_id}",
+                    file=sys.stderr,
+                )
+            result = runner.run(log, prompt, resume=resume)
+            status = result.status
+        print("\n".join(timeline_lines(args.session, log.events())))
+    return 0 if status == "completed" else 1
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    return _drive(args, args.runtime, args.prompt)
+
+
+def cmd_handoff(args: argparse.Namespace) -> int:
+    return _drive(args, args.target, args.prompt)
+
+
+def _runtime_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--model-url",
+        default=None,
+        help="root URL of the model server (Claude Code: Anthropic Messages at /v1/messages; "
+        "Codex: OpenAI Responses at /v1/responses); default: a built-in offline fake model",
+    )
+    sub.add_argument("--model", default=None, help="model name (default: per runtime)")
+    sub.add_argument(
+        "--workdir",
+        default="./.universal-event/runtimes",
+        help="the runtimes' homes (claude-home, codex-home); default ./.universal-event/runtimes",
+    )
+    sub.add_argument("--cwd", default=".", help="where the runtime runs commands (default: .)")
+    sub.add_argument("--quiet", action="store_true", help="no live event lines on stderr")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -348,10 +438,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--runtime", required=True, choices=("claude-code", "codex"))
     run.add_argument("--session", required=True)
     run.add_argument("prompt")
+    _runtime_options(run)
 
     handoff = add("handoff", cmd_handoff, "hand a session to another runtime")
     handoff.add_argument("--session", required=True)
     handoff.add_argument("--to", dest="target", required=True, choices=("claude-code", "codex"))
+    handoff.add_argument("prompt", nargs="?", default=None, help="run this turn there at once")
+    _runtime_options(handoff)
 
     serve = add("serve", cmd_serve, "the control plane: SSE transport and session viewer")
     serve.add_argument("--port", type=int, default=8765)

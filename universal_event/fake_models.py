@@ -14,15 +14,25 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["CutStream", "FakeModelServer", "HttpError", "RecordedRequest", "Reply", "ShellCall"]
+__all__ = [
+    "CutStream",
+    "FakeModelServer",
+    "HttpError",
+    "RecordedRequest",
+    "Reply",
+    "ShellCall",
+    "Stall",
+    "demo_responder",
+]
 
 
 @dataclass(frozen=True)
@@ -57,7 +67,18 @@ class CutStream:
     text: str = "This answer will be cut"
 
 
-Step = Reply | HttpError | CutStream
+@dataclass(frozen=True)
+class Stall:
+    """Hold the request ``seconds`` before answering with ``then`` (a runtime waits)."""
+
+    seconds: float
+    then: Reply | HttpError | CutStream = Reply(text="Done after a stall.")
+
+
+Step = Reply | HttpError | CutStream | Stall
+
+Responder = Callable[[str, dict[str, Any]], Step]
+"""Answers a main request from its body: ``(api, body) -> step`` (instead of a script)."""
 
 
 @dataclass(frozen=True)
@@ -108,8 +129,11 @@ class FakeModelServer:
         model: str = "fake-model",
         side_reply: str = "OK",
         delay: float = 0.0,
+        responder: Responder | None = None,
     ) -> None:
         self._script = _Script(list(steps), default or Reply(text="Done."))
+        self.responder = responder
+        """When set, answers every main request (the script is not used)."""
         self.model = model
         self.side_reply = side_reply
         self.delay = delay
@@ -170,7 +194,7 @@ class FakeModelServer:
                     server._record("other", self, body, None)
                     self._json(200, {"input_tokens": 1} if "count_tokens" in path else {})
                     return
-                step = server._script.next() if _is_main_request(api, body) else None
+                step = server._next_step(api, body) if _is_main_request(api, body) else None
                 server._record(api, self, body, step)
                 server._answer(self, api, body, step)
 
@@ -183,6 +207,11 @@ class FakeModelServer:
                 self.wfile.write(data)
 
         return Handler
+
+    def _next_step(self, api: str, body: dict[str, Any]) -> Step:
+        if self.responder is not None:
+            return self.responder(api, body)
+        return self._script.next()
 
     def _record(
         self, api: str, handler: BaseHTTPRequestHandler, body: Any, step: Step | None
@@ -199,6 +228,9 @@ class FakeModelServer:
         model = str(body.get("model") or self.model)
         if step is None:
             step = Reply(text=self.side_reply)
+        if isinstance(step, Stall):
+            time.sleep(step.seconds)
+            step = step.then
         if isinstance(step, HttpError):
             _send_json(handler, step.status, _error_body(api, step))
             return
@@ -573,3 +605,90 @@ def _send_sse(
         handler.wfile.flush()
     except (BrokenPipeError, ConnectionResetError):
         handler.close_connection = True
+
+
+# ---------------------------------------------------------------------- the demo model
+
+
+_BACKTICKED = re.compile(r"`([^`]+)`")
+
+
+def demo_responder(api: str, body: dict[str, Any]) -> Step:
+    """The built-in offline model of ``universal-event run`` (no ``--model-url``).
+
+    * a prompt with a command in backticks (``Use the shell to run `echo 1+1 | bc` ``)
+      → the model asks to run that command (Claude Code: ``Bash``; Codex: ``exec_command``);
+    * a request that ends with a tool result → the model reports the command's output;
+    * any other prompt → the model says what history it was given (prompts, tool
+      calls, the last tool output): after a hand-off this shows, at the model, that the
+      other runtime's history arrived.
+    """
+    history = _history(api, body)
+    last_kind, last_text = history[-1] if history else ("user", "")
+    if last_kind == "result":
+        return Reply(text=f"The command printed: {last_text.strip()!r}.")
+    command = _BACKTICKED.search(last_text)
+    if command is not None:
+        return Reply(
+            thinking=f"The user wants the output of `{command.group(1)}`; run it.",
+            text=f"Running `{command.group(1)}`.",
+            calls=[ShellCall(command.group(1), "Run the command the user asked for")],
+        )
+    prompts = sum(kind == "user" for kind, _ in history[:-1])
+    calls = [text for kind, text in history if kind == "call"]
+    results = [text for kind, text in history if kind == "result"]
+    seen = f"{prompts} earlier prompt{'s' * (prompts != 1)}, {len(calls)} tool call"
+    seen += "s" * (len(calls) != 1)
+    if results:
+        seen += f" (last output {results[-1].strip()!r})"
+    return Reply(text=f"Via the {_API_NAMES.get(api, api)} API I was given {seen}.")
+
+
+_API_NAMES = {"anthropic": "Anthropic Messages", "responses": "OpenAI Responses", "chat": "Chat"}
+
+
+def _history(api: str, body: dict[str, Any]) -> list[tuple[str, str]]:
+    """(kind, text) per user prompt, tool call and tool result of a request, in order.
+
+    Text the runtimes add themselves is skipped: Claude Code's ``<system-reminder>``
+    blocks, Codex's developer messages and ``<environment_context>``.
+    """
+    out: list[tuple[str, str]] = []
+    if api == "responses":
+        for item in body.get("input") or []:
+            kind = item.get("type", "message")
+            if kind == "message" and item.get("role") == "user":
+                text = _texts(item.get("content"))
+                if text and not text.lstrip().startswith("<"):
+                    out.append(("user", text))
+            elif kind in ("function_call", "custom_tool_call"):
+                out.append(("call", str(item.get("name"))))
+            elif kind in ("function_call_output", "custom_tool_call_output"):
+                output = item.get("output")
+                text = output if isinstance(output, str) else _texts(output)
+                # Codex prefixes the command's output with a header ending in "Output:\n".
+                out.append(("result", text.split("Output:\n", 1)[-1]))
+        return out
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        for block in blocks or []:
+            kind = block.get("type")
+            if message.get("role") == "user" and kind == "text":
+                text = str(block.get("text") or "")
+                if text and not text.lstrip().startswith("<system-reminder>"):
+                    out.append(("user", text))
+            elif kind == "tool_use":
+                out.append(("call", str(block.get("name"))))
+            elif kind == "tool_result":
+                text = _texts(block.get("content"))
+                out.append(("result", text.split("<system-reminder>", 1)[0]))
+    return out
+
+
+def _texts(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "".join(str(part.get("text") or "") for part in content if isinstance(part, dict))

@@ -266,3 +266,99 @@ def hand_off(
     )
     log.checkpoint()
     return HandoffResult(runtime, native, path, request, warnings, switch)
+
+
+# ---------------------------------------------------------------- driving a session
+
+
+DEFAULT_MODELS: dict[str, str] = {
+    "claude-code": "claude-sonnet-4-5-20250929",
+    # Codex only knows the slugs of its bundled catalog (RECIPE.md); gpt-5.5 is one.
+    "codex": "gpt-5.5",
+}
+
+
+@dataclass
+class RuntimePlaces:
+    """Where the runtimes keep their state for a session, and where they run commands.
+
+    ``workdir/claude-home`` is Claude Code's ``$HOME`` (transcripts under ``.claude``),
+    ``workdir/codex-home`` Codex's ``$CODEX_HOME`` (config, rollouts, state DBs).
+    """
+
+    workdir: Path
+    cwd: Path
+
+    @property
+    def claude_home(self) -> Path:
+        return self.workdir / "claude-home"
+
+    @property
+    def codex_home(self) -> Path:
+        return self.workdir / "codex-home"
+
+
+def make_runner(
+    runtime: Runtime, model_url: str, places: RuntimePlaces, model: str | None = None, **hooks: Any
+) -> Any:
+    """A runner for ``runtime`` against the model server at ``model_url`` (its root URL).
+
+    Claude Code appends ``/v1/messages`` itself; Codex is given ``<root>/v1`` and posts
+    to ``/responses`` under it.
+    """
+    from universal_event.runtimes import ClaudeCodeRunner, CodexRunner
+
+    root = model_url.rstrip("/")
+    if runtime == "claude-code":
+        return ClaudeCodeRunner(
+            base_url=root,
+            home=places.claude_home,
+            cwd=places.cwd,
+            model=model or DEFAULT_MODELS[runtime],
+            **hooks,
+        )
+    if runtime == "codex":
+        return CodexRunner(
+            base_url=root if root.endswith("/v1") else root + "/v1",
+            codex_home=places.codex_home,
+            cwd=places.cwd,
+            model=model or DEFAULT_MODELS[runtime],
+            **hooks,
+        )
+    raise HandoffError(f"unknown runtime {runtime!r}; runtimes: claude-code, codex")
+
+
+def prepare(log: SessionLog, runner: Any) -> tuple[str | None, HandoffResult | None]:
+    """The native session ``runner`` resumes for ``log``, handing over first if needed.
+
+    A session last driven by the runner's runtime resumes that runtime's current native
+    session; one last driven by another runtime is handed over (its native session
+    written from the log); a new session starts fresh.
+    """
+    from universal_event.runtimes import current_native_session
+
+    runtime: Runtime = runner.runtime
+    events = log.events()
+    previous = last_runtime(events)
+    if previous is None or not log.derive_messages():
+        return None, None
+    if previous == runtime:
+        return current_native_session(events, runtime), None
+    result = hand_off(
+        log,
+        runtime,
+        model=runner.model,
+        cwd=runner.cwd,
+        claude_home=getattr(runner, "home", None),
+        codex_home=getattr(runner, "codex_home", None),
+    )
+    return result.native_session_id, result
+
+
+def continue_session(log: SessionLog, runner: Any, prompt: str) -> Any:
+    """Run one turn of ``prompt`` in the runner's runtime, continuing ``log``'s history.
+
+    Returns the runner's :class:`~universal_event.runtimes.RunResult`.
+    """
+    resume, _ = prepare(log, runner)
+    return runner.run(log, prompt, resume=resume)

@@ -17,6 +17,7 @@ process: a runtime crash).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -159,7 +160,9 @@ class _RunLog:
     a resumed native session already has one in the log, so the repeat is dropped.
     """
 
-    def __init__(self, log: SessionLog, sink: list[Event], on_event: Callable[[Event], None] | None):
+    def __init__(
+        self, log: SessionLog, sink: list[Event], on_event: Callable[[Event], None] | None
+    ):
         self.log = log
         self.sink = sink
         self.on_event = on_event
@@ -384,7 +387,11 @@ class CodexRunner:
                     result.native.append(notification)
                     if self.on_native is not None:
                         self.on_native(notification)
-                    if not interrupted and self.interrupt_when and self.interrupt_when(notification):
+                    if (
+                        not interrupted
+                        and self.interrupt_when
+                        and self.interrupt_when(notification)
+                    ):
                         interrupted = True
                         handle.interrupt()
                     if not killed and self.kill_when and self.kill_when(notification):
@@ -406,14 +413,18 @@ def _note_switch(run_log: _RunLog, log: SessionLog, runtime: str, native: str | 
     previous = last_runtime(log.events())
     if previous is not None and previous != runtime:
         run_log.extend(
-            [RuntimeSwitchEvent(from_runtime=previous, to_runtime=runtime, native_session_id=native)]
+            [
+                RuntimeSwitchEvent(
+                    from_runtime=previous, to_runtime=runtime, native_session_id=native
+                )
+            ]
         )
 
 
 def bundled_codex() -> Path | None:
     """The Codex binary shipped in ``openai-codex-cli-bin``, if installed."""
     try:
-        import codex_cli_bin
+        import codex_cli_bin  # type: ignore[import-untyped]
     except ImportError:
         return None
     candidate = Path(codex_cli_bin.__file__).parent / "bin" / "codex"
@@ -434,3 +445,89 @@ def runtime_available(runtime: str) -> bool:
     """Whether the runtime's binary is installed (the ``claude``/``codex`` extras)."""
     binary = bundled_claude() if runtime == "claude-code" else bundled_codex()
     return (binary is not None and os.access(binary, os.X_OK)) or shutil.which(runtime) is not None
+
+
+# ---------------------------------------------------------------- the unified timeline
+
+_QUIET_EVENTS = frozenset({"assistant/chunk", "tool/output", "native/unknown", "usage"})
+
+
+def _clip(text: str, width: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _describe(event: Event) -> str:
+    """One line about an event, for people."""
+    from universal_event.events import (
+        AssistantMessageEvent,
+        ErrorEvent,
+        SessionInterruptedEvent,
+        ToolCallEvent,
+        ToolResultEvent,
+        UserMessageEvent,
+        WarningEvent,
+    )
+    from universal_event.parts import TextPart, ThinkingPart, ToolCallPart
+
+    if isinstance(event, UserMessageEvent | AssistantMessageEvent):
+        bits: list[str] = []
+        for part in event.content:
+            if isinstance(part, TextPart):
+                bits.append(repr(_clip(part.text, 50)))
+            elif isinstance(part, ThinkingPart):
+                bits.append("[thinking]")
+            elif isinstance(part, ToolCallPart):
+                arguments = json.dumps(part.arguments, ensure_ascii=False)
+                bits.append(f"call {part.name} {_clip(arguments, 50)}")
+        return " ".join(bits)
+    if isinstance(event, ToolCallEvent):
+        return f"{event.name} {event.call_id}"
+    if isinstance(event, ToolResultEvent):
+        text = "".join(p.text for p in event.content if isinstance(p, TextPart))
+        flags = " error" if event.is_error else ""
+        flags += f" exit {event.exit_code}" if event.exit_code is not None else ""
+        return f"{event.call_id}{flags} → {_clip(text, 40)!r}"
+    if isinstance(event, TurnEndEvent):
+        return event.status + (f" ({_clip(event.error, 50)})" if event.error else "")
+    if isinstance(event, SessionStartEvent):
+        return f"{event.runtime} native session {event.native_session_id}"
+    if isinstance(event, RuntimeSwitchEvent):
+        return f"{event.from_runtime} → {event.to_runtime} (native {event.native_session_id})"
+    if isinstance(event, ErrorEvent):
+        return ("retry: " if event.retryable else "") + _clip(event.message, 60)
+    if isinstance(event, WarningEvent):
+        return f"[{event.code}] {_clip(event.message, 60)}"
+    if isinstance(event, SessionInterruptedEvent):
+        return f"{len(event.open_tool_calls)} open tool calls; {event.reason or ''}"
+    return ""
+
+
+def timeline_row(event: Event) -> str | None:
+    """The timeline line of one event (None for streamed and informational events)."""
+    tag = type(event).__struct_config__.tag
+    if tag in _QUIET_EVENTS:
+        return None
+    runtime = event.source.runtime if event.source is not None else ""
+    return f"{event.seq:>5}  {runtime:<15} {tag!s:<20} {_describe(event)}".rstrip()
+
+
+def timeline_lines(session_id: str, events: Sequence[Event]) -> list[str]:
+    """The unified timeline of a session: every runtime's events in one seq order.
+
+    Streamed chunks, tool output, usage and native/unknown events are counted, not
+    listed (``universal-event events`` has them all).
+    """
+    rows = [row for event in events if (row := timeline_row(event)) is not None]
+    runtimes: list[str] = []
+    for event in events:
+        runtime = event.source.runtime if event.source is not None else None
+        if isinstance(event, SessionStartEvent | RuntimeSwitchEvent):
+            runtime = event.runtime if isinstance(event, SessionStartEvent) else event.to_runtime
+            if runtime and (not runtimes or runtimes[-1] != runtime):
+                runtimes.append(runtime)
+    head = (
+        f"session {session_id}: {len(events)} events ({len(events) - len(rows)} streamed or "
+        f"informational not listed); runtimes: {' → '.join(runtimes) or '-'}"
+    )
+    return [head, f"{'seq':>5}  {'source':<15} {'event':<20} detail", *rows]
