@@ -181,3 +181,8 @@ def test_a_20_mb_string_field_round_trips_without_needless_copies() -> None:
     assert decoded == event
     # one copy for the decoded str itself; no copy of the input buffer on top
     assert peak < 1.5 * len(big), peak
+
+
+def test_malformed_json_with_a_readable_unknown_type_is_a_decode_error() -> None:
+    with pytest.raises(ue.DecodeError):
+        ue.decode(b'{"type":"assistant/c{"type":"x"}')

@@ -153,7 +153,10 @@ def _recover(
     error = _as_decode_error(exc, line=line)
     if unknown == "raise" or error.path != "$.type":
         raise error from None
-    raw = raw_decoder.decode(data)
+    try:
+        raw = raw_decoder.decode(data)
+    except msgspec.DecodeError:
+        raise error from None
     if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
         raise error from None
     if raw["type"] in EVENT_TYPES:
