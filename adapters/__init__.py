@@ -10,8 +10,10 @@ import importlib
 from typing import Any
 
 from adapters._base import Adapter, new_id
+from adapters._render import RenderPolicy
+from adapters._tap import atap, tap
 
-__all__ = ["RUNTIMES", "Adapter", "create_adapter", "new_id"]
+__all__ = ["RUNTIMES", "Adapter", "RenderPolicy", "atap", "create_adapter", "new_id", "tap"]
 
 RUNTIMES: dict[str, tuple[str, str]] = {
     "anthropic": ("adapters.anthropic", "AnthropicAdapter"),

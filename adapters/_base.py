@@ -15,7 +15,8 @@ import uuid
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, TypeVar
 
-from universal_event.events import Event, EventBase, NativeUnknownEvent, Source
+from universal_event.events import Event, EventBase, NativeUnknownEvent, Source, UserMessageEvent
+from universal_event.parts import TextPart, UserPart
 
 __all__ = ["Adapter", "new_id"]
 
@@ -45,6 +46,14 @@ class Adapter(ABC):
     def close(self) -> list[Event]:
         """Finish the stream; events for anything left open."""
         return []
+
+    def user_prompt(self, content: str | list[UserPart]) -> list[Event]:
+        """The user's input, which native streams rarely echo, as a ``user/message``.
+
+        Adapters that track turns override this to open a turn with it.
+        """
+        parts: list[UserPart] = [TextPart(text=content)] if isinstance(content, str) else content
+        return [self.make(UserMessageEvent, native_type="prompt", content=parts)]
 
     def make(
         self,

@@ -91,6 +91,9 @@ class RecordedRequest:
     body: dict[str, Any]
     step: Step | None
     """The scripted step that answered it (``None`` for side requests)."""
+    sent: list[dict[str, Any]] = field(default_factory=list)
+    """What the server answered: the SSE events' data in order (a whole JSON body as
+    its only element when not streamed; empty for an HTTP error)."""
 
 
 @dataclass
@@ -195,8 +198,8 @@ class FakeModelServer:
                     self._json(200, {"input_tokens": 1} if "count_tokens" in path else {})
                     return
                 step = server._next_step(api, body) if _is_main_request(api, body) else None
-                server._record(api, self, body, step)
-                server._answer(self, api, body, step)
+                recorded = server._record(api, self, body, step)
+                server._answer(self, api, body, step, recorded.sent)
 
             def _json(self, status: int, payload: Any) -> None:
                 data = json.dumps(payload).encode()
@@ -215,15 +218,22 @@ class FakeModelServer:
 
     def _record(
         self, api: str, handler: BaseHTTPRequestHandler, body: Any, step: Step | None
-    ) -> None:
+    ) -> RecordedRequest:
         headers = {
             k.lower(): ("<redacted>" if k.lower() in _REDACTED else v)
             for k, v in handler.headers.items()
         }
-        self.requests.append(RecordedRequest(api, handler.path, headers, body, step))
+        recorded = RecordedRequest(api, handler.path, headers, body, step)
+        self.requests.append(recorded)
+        return recorded
 
     def _answer(
-        self, handler: BaseHTTPRequestHandler, api: str, body: dict[str, Any], step: Step | None
+        self,
+        handler: BaseHTTPRequestHandler,
+        api: str,
+        body: dict[str, Any],
+        step: Step | None,
+        sent: list[dict[str, Any]],
     ) -> None:
         model = str(body.get("model") or self.model)
         if step is None:
@@ -238,11 +248,14 @@ class FakeModelServer:
         tool_name = _shell_tool_name(api, body)
         reply = step if isinstance(step, Reply) else Reply(text=step.text)
         if not streaming:
-            _send_json(handler, 200, _whole_response(api, reply, model, tool_name))
+            whole = _whole_response(api, reply, model, tool_name)
+            sent.append(whole)
+            _send_json(handler, 200, whole)
             return
         events = list(_sse_events(api, reply, model, tool_name))
         if isinstance(step, CutStream):
             events = events[: max(3, len(events) // 2)]
+        sent.extend(events)
         _send_sse(handler, events, cut=isinstance(step, CutStream), delay=self.delay)
 
 
@@ -637,14 +650,13 @@ def demo_responder(api: str, body: dict[str, Any]) -> Step:
     prompts = sum(kind == "user" for kind, _ in history[:-1])
     calls = [text for kind, text in history if kind == "call"]
     results = [text for kind, text in history if kind == "result"]
-    seen = f"{prompts} earlier prompt{'s' * (prompts != 1)}, {len(calls)} tool call"
-    seen += "s" * (len(calls) != 1)
+    seen = f"{prompts} earlier prompt{'s' * (prompts != 1)}, tool calls {calls or 'none'}"
     if results:
-        seen += f" (last output {results[-1].strip()!r})"
-    return Reply(text=f"Via the {_API_NAMES.get(api, api)} API I was given {seen}.")
+        seen += f", last output {results[-1].strip()!r}"
+    return Reply(text=f"{_API_NAMES.get(api, api)}: I was given {seen}.")
 
 
-_API_NAMES = {"anthropic": "Anthropic Messages", "responses": "OpenAI Responses", "chat": "Chat"}
+_API_NAMES = {"anthropic": "Messages API", "responses": "Responses API", "chat": "Chat API"}
 
 
 def _history(api: str, body: dict[str, Any]) -> list[tuple[str, str]]:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from universal_event.errors import UniversalEventError
-from universal_event.events import RequestHeaderEvent, RuntimeSwitchEvent, WarningEvent
+from universal_event.events import RequestHeaderEvent, RuntimeSwitchEvent, Source, WarningEvent
 from universal_event.log import SessionLog
 from universal_event.messages import Message
 from universal_event.runtimes import claude_project_dir, last_runtime
@@ -262,6 +262,7 @@ def hand_off(
             to_runtime=runtime,
             reason=reason,
             native_session_id=native,
+            source=Source(runtime="universal-event", native_type="handoff"),
         )
     )
     log.checkpoint()

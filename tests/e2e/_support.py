@@ -1,0 +1,294 @@
+"""What the end-to-end tests share: runners in a temp dir, request validation, oracles.
+
+The oracles compare the universal log with what the fake model server saw:
+
+* an assistant message in the log equals what the server *sent* (rebuilt from the SSE
+  events it wrote: thinking + signature, text, tool calls with ids and arguments);
+* a tool result in the log equals what the runtime *sent back* in its next request.
+
+The runtimes' own additions are named here, not ignored wholesale: Claude Code's
+``<system-reminder>`` text blocks and the ``<system-reminder>`` suffix on a tool result;
+Codex's developer messages, its ``<environment_context>`` user message and the header
+it puts before a command's output (``Chunk ID… Wall time… Output:\\n``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import TypeAdapter
+
+from universal_event.events import (
+    AssistantMessageEvent,
+    Event,
+    ToolResultEvent,
+)
+from universal_event.fake_models import RecordedRequest
+from universal_event.handoff import RuntimePlaces, make_runner
+from universal_event.messages import AssistantMessage, Message, ToolMessage, UserMessage
+from universal_event.parts import TextPart, ThinkingPart, ToolCallPart
+from universal_event.runtimes import runtime_available
+
+RUNTIMES = ("claude-code", "codex")
+
+
+def need(runtime: str) -> None:
+    """Skip when the runtime's CLI is not installed (the ``claude``/``codex`` extras)."""
+    if not runtime_available(runtime):
+        pytest.skip(f"{runtime} is not installed (extras claude / codex)")
+
+
+def runner(runtime: str, server_url: str, tmp_path: Path, **hooks: Any) -> Any:
+    need(runtime)
+    places = RuntimePlaces(tmp_path / "homes", tmp_path / "work")
+    return make_runner(runtime, server_url, places, **hooks)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- provider validation
+
+
+def _walk(value: Any) -> Any:
+    """Materialise every lazily validated iterable (TESTING-NOTES.md): pydantic checks
+    an ``Iterable[...]`` field only when it is iterated."""
+    if isinstance(value, dict):
+        return {key: _walk(item) for key, item in value.items()}
+    if isinstance(value, str | bytes | int | float | bool) or value is None:
+        return value
+    if isinstance(value, Iterable):
+        return [_walk(item) for item in value]
+    return value
+
+
+def validate_anthropic_messages(messages: list[dict[str, Any]]) -> None:
+    """Raise unless ``messages`` are valid ``anthropic`` MessageParams, deeply."""
+    from anthropic.types import MessageParam
+
+    _walk(TypeAdapter(list[MessageParam]).validate_python(messages))
+
+
+def validate_responses_input(items: list[dict[str, Any]]) -> None:
+    """Raise unless ``items`` are a valid OpenAI Responses ``input``, deeply."""
+    from openai.types.responses import ResponseInputParam
+
+    _walk(TypeAdapter(ResponseInputParam).validate_python(items))
+
+
+def test_validators_reject_bad_blocks() -> None:
+    """The validators can fail: a bogus block or a tool_use without input is refused."""
+    with pytest.raises(ValueError):
+        validate_anthropic_messages(
+            [{"role": "assistant", "content": [{"type": "tool_use", "id": "x", "name": "y"}]}]
+        )
+    with pytest.raises(ValueError):
+        validate_responses_input([{"type": "function_call", "call_id": "c", "name": "n"}])
+
+
+# ---------------------------------------------------------------- what the server sent
+
+
+def anthropic_sent_blocks(request: RecordedRequest) -> tuple[str, list[dict[str, Any]]]:
+    """(message id, content blocks) of the streamed Anthropic message the server sent."""
+    message_id = ""
+    blocks: list[dict[str, Any]] = []
+    arguments: dict[int, str] = {}
+    for event in request.sent:
+        kind = event.get("type")
+        if kind == "message_start":
+            message_id = event["message"]["id"]
+        elif kind == "content_block_start":
+            blocks.append(dict(event["content_block"]))
+        elif kind == "content_block_delta":
+            block, delta = blocks[event["index"]], event["delta"]
+            if delta["type"] == "thinking_delta":
+                block["thinking"] += delta["thinking"]
+            elif delta["type"] == "signature_delta":
+                block["signature"] = delta["signature"]
+            elif delta["type"] == "text_delta":
+                block["text"] += delta["text"]
+            elif delta["type"] == "input_json_delta":
+                arguments[event["index"]] = arguments.get(event["index"], "") + delta["partial_json"]
+    for index, text in arguments.items():
+        blocks[index]["input"] = json.loads(text or "{}")
+    return message_id, blocks
+
+
+def responses_sent_items(request: RecordedRequest) -> list[dict[str, Any]]:
+    """The output items of the ``response.completed`` event the server sent."""
+    for event in request.sent:
+        if event.get("type") == "response.completed":
+            items: list[dict[str, Any]] = event["response"]["output"]
+            return items
+    raise AssertionError("the server sent no response.completed")
+
+
+def assert_claude_message_is_what_server_sent(
+    event: AssistantMessageEvent, request: RecordedRequest
+) -> None:
+    message_id, blocks = anthropic_sent_blocks(request)
+    assert event.message_id == message_id
+    expected: list[Any] = []
+    for block in blocks:
+        if block["type"] == "thinking":
+            expected.append(("thinking", block["thinking"], block["signature"]))
+        elif block["type"] == "text":
+            expected.append(("text", block["text"]))
+        else:
+            expected.append(("call", block["id"], block["name"], block["input"]))
+    assert [_part_key(p) for p in event.content] == expected
+
+
+def assert_codex_message_is_what_server_sent(
+    event: AssistantMessageEvent, request: RecordedRequest
+) -> None:
+    expected: list[Any] = []
+    for item in responses_sent_items(request):
+        if item["type"] == "reasoning":
+            texts = [part["text"] for part in item["summary"]]
+            expected.append(("reasoning", item["id"], texts, item["encrypted_content"]))
+        elif item["type"] == "message":
+            expected.append(("text", item["content"][0]["text"], item["id"]))
+        else:
+            arguments = json.loads(item["arguments"])
+            expected.append(("call", item["call_id"], item["name"], arguments, item["id"]))
+    got: list[Any] = []
+    for part in event.content:
+        if isinstance(part, ThinkingPart):
+            got.append(("reasoning", part.id, part.summary, part.encrypted_content))
+        elif isinstance(part, TextPart):
+            got.append(("text", part.text, part.item_id))
+        elif isinstance(part, ToolCallPart):
+            got.append(("call", part.id, part.name, part.arguments, part.item_id))
+    assert got == expected
+
+
+def _part_key(part: Any) -> Any:
+    if isinstance(part, ThinkingPart):
+        return ("thinking", part.text, part.signature)
+    if isinstance(part, TextPart):
+        return ("text", part.text)
+    if isinstance(part, ToolCallPart):
+        return ("call", part.id, part.name, part.arguments)
+    return ("other", part)
+
+
+# ---------------------------------------------------------------- what the runtime sent back
+
+
+def claude_sent_results(request: RecordedRequest) -> dict[str, tuple[str, bool]]:
+    """tool_use_id → (result text, is_error) of the last user message of a request.
+
+    Claude Code appends ``<system-reminder>…`` to the last result's text: cut off here.
+    """
+    out: dict[str, tuple[str, bool]] = {}
+    for block in request.body["messages"][-1]["content"]:
+        if block.get("type") == "tool_result":
+            content = block["content"]
+            text = content if isinstance(content, str) else "".join(
+                part.get("text", "") for part in content
+            )
+            text = text.split("<system-reminder>", 1)[0].rstrip("\n")
+            out[block["tool_use_id"]] = (text, bool(block.get("is_error")))
+    return out
+
+
+def codex_sent_results(request: RecordedRequest) -> dict[str, str]:
+    """call_id → the command output of every function_call_output of a request.
+
+    Codex wraps a command's output in a header (``Chunk ID: …\\nWall time: …\\nProcess
+    exited with code N\\nOriginal token count: …\\nOutput:\\n``): cut off here.
+    """
+    out: dict[str, str] = {}
+    for item in request.body["input"]:
+        if item.get("type") == "function_call_output":
+            out[item["call_id"]] = str(item["output"]).split("Output:\n", 1)[1]
+    return out
+
+
+def result_text(event: ToolResultEvent) -> str:
+    return "".join(part.text for part in event.content if isinstance(part, TextPart))
+
+
+def of_type(events: Iterable[Event], kind: type[Any]) -> list[Any]:
+    return [event for event in events if isinstance(event, kind)]
+
+
+# ---------------------------------------------------------------- conversation skeletons
+
+Entry = tuple[Any, ...]
+"""("user", text) | ("assistant", text) | ("call", id, name, arguments) | ("result", id, text, is_error)"""
+
+
+def log_skeleton(messages: Iterable[Message]) -> list[Entry]:
+    """The conversation the log holds, as comparable entries (reasoning left out: it is
+    provider-bound and dropped or replayed by the renderer's rules)."""
+    out: list[Entry] = []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            text = "".join(p.text for p in message.content if isinstance(p, TextPart))
+            out.append(("user", text))
+        elif isinstance(message, AssistantMessage):
+            for part in message.content:
+                if isinstance(part, TextPart) and part.text.strip():
+                    out.append(("assistant", part.text))
+                elif isinstance(part, ToolCallPart):
+                    out.append(("call", part.id, part.name, part.arguments))
+        elif isinstance(message, ToolMessage):
+            text = "".join(p.text for p in message.content if isinstance(p, TextPart))
+            out.append(("result", message.call_id, text, message.is_error))
+    return out
+
+
+def anthropic_skeleton(body: dict[str, Any]) -> list[Entry]:
+    """The conversation in an Anthropic request, without Claude Code's reminders."""
+    out: list[Entry] = []
+    for message in body["messages"]:
+        content = message["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        for block in blocks:
+            kind = block["type"]
+            if kind == "text" and not block["text"].startswith("<system-reminder>"):
+                out.append((message["role"], block["text"]))
+            elif kind == "tool_use":
+                out.append(("call", block["id"], block["name"], block["input"]))
+            elif kind == "tool_result":
+                text = block["content"]
+                if not isinstance(text, str):
+                    text = "".join(part.get("text", "") for part in text)
+                text = text.split("<system-reminder>", 1)[0]
+                if text.endswith("\n\n"):  # the reminder suffix is joined with a blank line
+                    text = text[:-2]
+                out.append(("result", block["tool_use_id"], text, bool(block.get("is_error"))))
+    return out
+
+
+def responses_skeleton(body: dict[str, Any]) -> list[Entry]:
+    """The conversation in a Responses request, without Codex's own context messages."""
+    out: list[Entry] = []
+    for item in body["input"]:
+        kind = item.get("type", "message")
+        if kind == "message":
+            if item["role"] not in ("user", "assistant"):
+                continue  # Codex's developer messages
+            content = item["content"]
+            text = content if isinstance(content, str) else "".join(
+                part.get("text", "") for part in content
+            )
+            if item["role"] == "user" and text.startswith("<"):
+                continue  # <environment_context>, skills
+            out.append((item["role"], text))
+        elif kind == "function_call":
+            out.append(("call", item["call_id"], item["name"], json.loads(item["arguments"])))
+        elif kind == "function_call_output":
+            output = str(item["output"])
+            out.append(("result", item["call_id"], output.split("Output:\n", 1)[-1], None))
+    return out
+
+
+def without_error_flags(entries: Iterable[Entry]) -> Iterator[Entry]:
+    """Responses ``function_call_output`` has no error flag: compare without it."""
+    for entry in entries:
+        yield entry[:3] if entry[0] == "result" else entry
