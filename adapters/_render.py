@@ -16,7 +16,7 @@ that every switch of runtime runs into (see ``shared/PITFALLS.md``) are made her
 * **Rule 5 — tool-call ids** go through :func:`map_tool_call_id`: one deterministic,
   collision-free function of the id and the target's id format, the same for calls and
   results; :class:`ToolIdMapper` reverses it for ids that come back.
-* **Rule 6 — orphans.** :func:`group_history` pairs every tool result with the call
+* **Rule 6 — orphans.** :func:`repair_group` pairs every tool result with the call
   it answers, within the assistant message's window (up to the next assistant
   message). A call without a result gets a synthetic error result
   (:attr:`RenderPolicy.interrupted_result`); a result without a call is dropped. Both
@@ -25,6 +25,17 @@ that every switch of runtime runs into (see ``shared/PITFALLS.md``) are made her
   message with its results and the user messages after them), the target and the
   policy, so :class:`RenderCache` keeps each group's wire messages and re-renders only
   the groups after the first message that changed (the surface segment that moved).
+
+Speed: a full render is one pass over the history. Groups are found and repaired in
+that pass without copying messages, each renderer appends straight into the one wire
+list (no per-group lists to merge), warnings go to one shared list, tool-call ids are
+memoised per id format, and the renderers take the common parts (text, tool call,
+one-text tool result) on inline fast paths before any general dispatch
+(``bench/bench_render.py``).
+
+:class:`RenderRun` is the frame every ``render_request`` shares (target, translated
+settings, warnings, tools, ``extra_body``); :func:`request_body` and
+:func:`parse_header` the frame every ``parse_request`` shares.
 """
 
 from __future__ import annotations
@@ -33,6 +44,7 @@ import base64
 import bisect
 import functools
 import hashlib
+import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -40,13 +52,17 @@ from typing import Any, Literal
 
 import msgspec
 
-from universal_event.events import RequestHeaderEvent, Source, WarningEvent
+from universal_event.events import RequestHeaderEvent, Source, ToolSpec, WarningEvent
 from universal_event.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from universal_event.parts import (
+    ImagePart,
     Provenance,
+    ServerToolCallPart,
+    ServerToolResultPart,
     TextPart,
     ThinkingPart,
     ToolCallPart,
+    UserPart,
 )
 
 __all__ = [
@@ -56,16 +72,22 @@ __all__ = [
     "Group",
     "RenderCache",
     "RenderPolicy",
+    "RenderRun",
     "Renderer",
     "ToolIdFormat",
     "ToolIdMapper",
+    "foreign_reasoning",
     "foreign_reasoning_text",
     "group_history",
     "is_blank",
     "map_tool_call_id",
     "merged_sampling",
     "model_snapshot_family",
+    "parse_arguments",
+    "parse_header",
     "render_history",
+    "repair_group",
+    "request_body",
     "same_origin",
     "warning",
 ]
@@ -129,13 +151,21 @@ def warning(code: str, message: str, **details: Any) -> WarningEvent:
 # ---------------------------------------------------------------- tool-call ids
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class ToolIdFormat:
-    """The tool-call ids a target accepts."""
+    """The tool-call ids a target accepts.
+
+    Compared and hashed by identity: the formats are the module's constants.
+    ``memo`` holds every id already mapped for this format (the mapping is a pure
+    function, so the memo is exact); renderers look ids up in it before calling
+    :func:`map_tool_call_id`, which makes the mapping of a whole history one dict
+    lookup per id after its first render.
+    """
 
     name: str
     pattern: re.Pattern[str]
     max_length: int
+    memo: dict[str, str] = field(default_factory=dict, repr=False)
 
     def accepts(self, call_id: str) -> bool:
         return 0 < len(call_id) <= self.max_length and self.pattern.fullmatch(call_id) is not None
@@ -154,9 +184,9 @@ servers can exceed 450 characters and contain ``|`` (PITFALLS 6); they pass unch
 
 _MAPPED_PREFIX = "ue_"
 _DIGEST_CHARS = 22  # 16 bytes (128 bits) of SHA-256, base64url without padding
+_MEMO_LIMIT = 1 << 16  # ids per format; the memo is cleared when it grows past this
 
 
-@functools.lru_cache(maxsize=1 << 16)
 def map_tool_call_id(call_id: str, fmt: ToolIdFormat) -> str:
     """The id a target sees for ``call_id``: deterministic and collision-free.
 
@@ -167,6 +197,15 @@ def map_tool_call_id(call_id: str, fmt: ToolIdFormat) -> str:
     equal only if their digests are: the function is injective up to a SHA-256
     collision. Calls and results use this same function, so pairs stay paired.
     """
+    mapped = fmt.memo.get(call_id)
+    if mapped is None:
+        if len(fmt.memo) >= _MEMO_LIMIT:
+            fmt.memo.clear()
+        mapped = fmt.memo[call_id] = _mapped_id(call_id, fmt)
+    return mapped
+
+
+def _mapped_id(call_id: str, fmt: ToolIdFormat) -> str:
     if fmt.accepts(call_id) and not call_id.startswith(_MAPPED_PREFIX):
         return call_id
     digest = base64.urlsafe_b64encode(hashlib.sha256(call_id.encode()).digest()[:16])
@@ -216,6 +255,7 @@ class ToolIdMapper:
 _SNAPSHOT_SUFFIX = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
 
 
+@functools.lru_cache(maxsize=256)
 def model_snapshot_family(model: str | None) -> str | None:
     """A model name without its snapshot suffix: ``claude-sonnet-4-20250514`` and the
     alias ``claude-sonnet-4-0`` → ``claude-sonnet-4``; ``gpt-5-2025-08-07`` → ``gpt-5``."""
@@ -237,7 +277,7 @@ def same_origin(provenance: Provenance | None, target: Provenance) -> bool:
     """
     if provenance is None:
         return False
-    if provenance.same_origin(target):
+    if provenance == target:  # the common case, one C comparison
         return True
     return (
         provenance.provider == target.provider
@@ -262,62 +302,125 @@ def foreign_reasoning_text(part: ThinkingPart, policy: RenderPolicy) -> str | No
     return policy.foreign_reasoning_template.format(text=text)
 
 
+def foreign_reasoning(
+    part: ThinkingPart,
+    message: AssistantMessage,
+    target: Provenance,
+    policy: RenderPolicy,
+    warnings: list[WarningEvent],
+    why: str,
+) -> str | None:
+    """Reasoning a target cannot replay natively (rule 2): its text under the policy,
+    or None, with a ``reasoning_as_text`` / ``reasoning_dropped`` warning saying ``why``."""
+    text = foreign_reasoning_text(part, policy)
+    warnings.append(
+        warning(
+            "reasoning_dropped" if text is None else "reasoning_as_text",
+            f"reasoning not replayable to {target.provider}/{target.api}/{target.model} "
+            f"({why}): " + ("dropped" if text is None else "sent as text"),
+            origin=msgspec.to_builtins(reasoning_origin(part, message)),
+        )
+    )
+    return text
+
+
+def replayable_server_part(
+    part: ServerToolCallPart | ServerToolResultPart,
+    message: AssistantMessage,
+    target: Provenance,
+    warnings: list[WarningEvent],
+) -> bool:
+    """A server-tool block goes back only to its own provider and api (any model: the
+    block carries no signature); anywhere else it is dropped with a warning."""
+    origin = part.provenance or message.provenance
+    if origin is not None and origin.provider == target.provider and origin.api == target.api:
+        return True
+    warnings.append(
+        warning(
+            "server_tool_dropped",
+            f"{type(part).__name__} from "
+            f"{f'{origin.provider}/{origin.api}' if origin else 'an unknown origin'} "
+            f"cannot be replayed to {target.provider}/{target.api}; dropped",
+        )
+    )
+    return False
+
+
 def is_blank(text: str | None) -> bool:
     """Empty or whitespace-only: Anthropic rejects such text blocks (rule 8)."""
-    return text is None or not text.strip()
+    return not text or text.isspace()  # no copy of the text, unlike strip()
 
 
 # ---------------------------------------------------------------- history groups
 
 
-@dataclass(slots=True)
 class Group:
     """One cacheable stretch of history.
 
     ``assistant`` is None only for the user messages before the first assistant
-    message. ``results`` are the tool results paired with its calls, in arrival order,
-    synthetic ones (rule 6) appended in call order; ``users`` the user messages of the
-    window, which every target wants after the results (rule 7).
+    message; ``calls`` its tool calls by id. ``results`` are the tool results paired
+    with its calls, in arrival order, synthetic ones (rule 6) appended in call order;
+    ``users`` the user messages of the window, which every target wants after the
+    results (rule 7). ``warnings`` is the render's one warning list: what a renderer
+    repairs or drops in this group is appended there.
     """
 
-    assistant: AssistantMessage | None
-    results: list[ToolMessage] = field(default_factory=list)
-    users: list[UserMessage] = field(default_factory=list)
-    warnings: list[WarningEvent] = field(default_factory=list)
+    __slots__ = ("assistant", "calls", "results", "users", "warnings")
+
+    def __init__(
+        self,
+        assistant: AssistantMessage | None,
+        calls: dict[str, ToolCallPart],
+        results: list[ToolMessage],
+        users: list[UserMessage],
+        warnings: list[WarningEvent],
+    ) -> None:
+        self.assistant = assistant
+        self.calls = calls
+        self.results = results
+        self.users = users
+        self.warnings = warnings
 
     def call(self, call_id: str) -> ToolCallPart | None:
-        if self.assistant is None:
-            return None
-        for part in self.assistant.content:
-            if isinstance(part, ToolCallPart) and part.id == call_id:
-                return part
-        return None
+        return self.calls.get(call_id)
 
 
-def _group_bounds(messages: Sequence[Message], start: int) -> list[int]:
+def _group_starts(messages: Sequence[Message], start: int) -> list[int]:
     """Start indexes of the groups from ``start`` on (each assistant message opens one)."""
-    bounds = [start]
+    starts = [start]
     for index in range(start + 1, len(messages)):
-        if isinstance(messages[index], AssistantMessage):
-            bounds.append(index)
-    return bounds
+        if type(messages[index]) is AssistantMessage:
+            starts.append(index)
+    return starts
 
 
-def repair_group(messages: Sequence[Message], policy: RenderPolicy) -> Group:
-    """Pair calls and results in one group's messages; repair orphans (rule 6)."""
-    first = messages[0] if messages else None
-    assistant = first if type(first) is AssistantMessage else None
-    group = Group(assistant)
-    open_calls: dict[str, ToolCallPart] = {}
-    if assistant is not None:
-        for part in assistant.content:
+def repair_group(
+    messages: Sequence[Message],
+    start: int,
+    end: int,
+    policy: RenderPolicy,
+    warnings: list[WarningEvent],
+) -> Group:
+    """Pair calls and results in ``messages[start:end]``; repair orphans (rule 6)."""
+    first = messages[start]
+    calls: dict[str, ToolCallPart] = {}
+    assistant = None
+    if type(first) is AssistantMessage:
+        assistant = first
+        start += 1
+        for part in first.content:
             if type(part) is ToolCallPart:
-                open_calls[part.id] = part
-    for index in range(1 if assistant is not None else 0, len(messages)):
-        message = messages[index]
+                calls[part.id] = part
+    results: list[ToolMessage] = []
+    users: list[UserMessage] = []
+    open_ids = set(calls)
+    for message in messages[start:end]:
         if type(message) is ToolMessage:
-            if open_calls.pop(message.call_id, None) is None:
-                group.warnings.append(
+            if message.call_id in open_ids:
+                open_ids.remove(message.call_id)
+                results.append(message)
+            else:
+                warnings.append(
                     warning(
                         "orphan_tool_result",
                         f"tool result {message.call_id!r} answers no open call of the "
@@ -326,12 +429,25 @@ def repair_group(messages: Sequence[Message], policy: RenderPolicy) -> Group:
                         seq=message.seq,
                     )
                 )
-            else:
-                group.results.append(message)
         elif type(message) is UserMessage:
-            group.users.append(message)
-    for call_id, call in open_calls.items():
-        group.results.append(
+            users.append(message)
+    if open_ids:
+        _add_synthetic_results(calls, open_ids, results, policy, warnings)
+    return Group(assistant, calls, results, users, warnings)
+
+
+def _add_synthetic_results(
+    calls: dict[str, ToolCallPart],
+    open_ids: set[str],
+    results: list[ToolMessage],
+    policy: RenderPolicy,
+    warnings: list[WarningEvent],
+) -> None:
+    """Rule 6: every call without a result gets an error result, in call order."""
+    for call_id, call in calls.items():
+        if call_id not in open_ids:
+            continue
+        results.append(
             ToolMessage(
                 call_id=call_id,
                 name=call.name,
@@ -339,7 +455,7 @@ def repair_group(messages: Sequence[Message], policy: RenderPolicy) -> Group:
                 is_error=True,
             )
         )
-        group.warnings.append(
+        warnings.append(
             warning(
                 "synthetic_tool_result",
                 f"tool call {call_id!r} ({call.name}) has no result; "
@@ -347,34 +463,41 @@ def repair_group(messages: Sequence[Message], policy: RenderPolicy) -> Group:
                 call_id=call_id,
             )
         )
-    return group
 
 
-def group_history(messages: Sequence[Message], policy: RenderPolicy) -> list[Group]:
-    """Split a history into groups and repair each (rule 6)."""
+def group_history(
+    messages: Sequence[Message], policy: RenderPolicy
+) -> tuple[list[Group], list[WarningEvent]]:
+    """Split a history into repaired groups (rule 6), with the repairs' warnings."""
+    warnings: list[WarningEvent] = []
     if not messages:
-        return []
-    bounds = [*_group_bounds(messages, 0), len(messages)]
-    return [repair_group(messages[a:b], policy) for a, b in zip(bounds, bounds[1:], strict=False)]
+        return [], warnings
+    starts = _group_starts(messages, 0)
+    ends = [*starts[1:], len(messages)]
+    groups = [
+        repair_group(messages, a, b, policy, warnings) for a, b in zip(starts, ends, strict=True)
+    ]
+    return groups, warnings
 
 
 # ---------------------------------------------------------------- render driver + cache
 
-Renderer = Callable[[Group], list[dict[str, Any]]]
-"""Renders one repaired group into wire messages (closes over target and policy)."""
+Renderer = Callable[[Group, list[dict[str, Any]]], None]
+"""Renders one repaired group, appending its wire messages to the list it is given."""
 
 
 @dataclass(slots=True)
 class _CacheState:
     messages: list[Message]
-    bounds: list[int]
+    starts: list[int]
     """Start index of each group in ``messages``."""
-    outputs: list[list[dict[str, Any]]]
-    warnings: list[list[WarningEvent]]
     wire: list[dict[str, Any]]
     """All groups' wire messages, flattened."""
     wire_ends: list[int]
     """``len(wire)`` after each group."""
+    warnings: list[WarningEvent]
+    warning_ends: list[int]
+    """``len(warnings)`` after each group."""
 
 
 class RenderCache:
@@ -425,31 +548,128 @@ def render_history(
     if state is not None:
         prefix = _common_prefix(state.messages, messages)
         # group g is reusable when the assistant message opening group g+1 is unchanged
-        keep = max(bisect.bisect_left(state.bounds, prefix, lo=1) - 1, 0)
+        keep = max(bisect.bisect_left(state.starts, prefix, lo=1) - 1, 0)
+    wire: list[dict[str, Any]]
+    warnings: list[WarningEvent]
     if state is not None and keep:
-        start = state.bounds[keep]
-        bounds = state.bounds[:keep]
-        outputs = state.outputs[:keep]
-        warnings = state.warnings[:keep]
+        start = state.starts[keep]
+        starts = state.starts[:keep]
         wire = state.wire[: state.wire_ends[keep - 1]]
         wire_ends = state.wire_ends[:keep]
+        warnings = state.warnings[: state.warning_ends[keep - 1]]
+        warning_ends = state.warning_ends[:keep]
     else:
-        start, bounds, outputs, warnings, wire, wire_ends = 0, [], [], [], [], []
+        start, starts, wire, wire_ends, warnings, warning_ends = 0, [], [], [], [], []
     if start < len(messages):
-        bounds.extend(_group_bounds(messages, start))
-    ends = [*bounds[1:], len(messages)]
-    for index in range(keep, len(bounds)):
-        group = repair_group(messages[bounds[index] : ends[index]], policy)
-        output = render_group(group)
-        outputs.append(output)
-        warnings.append(group.warnings)
-        wire.extend(output)
-        wire_ends.append(len(wire))
+        starts.extend(_group_starts(messages, start))
+    ends = [*starts[1:], len(messages)]
+    track = cache is not None
+    for index in range(keep, len(starts)):
+        render_group(repair_group(messages, starts[index], ends[index], policy, warnings), wire)
+        if track:
+            wire_ends.append(len(wire))
+            warning_ends.append(len(warnings))
     if cache is not None:
         cache.store(
-            cache_key, _CacheState(list(messages), bounds, outputs, warnings, list(wire), wire_ends)
+            cache_key,
+            _CacheState(
+                list(messages), starts, list(wire), wire_ends, list(warnings), warning_ends
+            ),
         )
-    return wire, [event for batch in warnings if batch for event in batch]
+    return wire, warnings
+
+
+# ---------------------------------------------------------------- the render frame
+
+
+class RenderRun:
+    """What one ``render_request`` call holds, whatever the target format.
+
+    Built from the header and policy: the target :class:`Provenance` (rule 1 compares
+    against it), the header's settings translated for the target api, and the list
+    of warnings the call collects (settings dropped, history repairs, tools not
+    offered), in that order.
+    """
+
+    __slots__ = ("api", "model", "policy", "provider", "sampling", "target", "warnings")
+
+    def __init__(
+        self,
+        provider: str,
+        api: str,
+        header: RequestHeaderEvent | None,
+        policy: RenderPolicy | None,
+    ) -> None:
+        self.provider = provider
+        self.api = api
+        self.policy = policy or RenderPolicy()
+        self.target = target_provenance(provider, api, header, self.policy)
+        self.model: str = self.target.model or ""
+        self.sampling, self.warnings = translate_sampling(
+            merged_sampling(header), header.api if header is not None else api, api
+        )
+
+    def history(
+        self,
+        messages: Sequence[Message],
+        render_group: Renderer,
+        cache: RenderCache | None,
+        *cache_key: Any,
+    ) -> list[dict[str, Any]]:
+        """The rendered history (``cache_key``: what else the groups depend on)."""
+        wire, warnings = render_history(
+            messages,
+            render_group,
+            self.policy,
+            cache=cache,
+            cache_key=(self.provider, self.api, self.model, self.policy, *cache_key),
+        )
+        self.warnings.extend(warnings)
+        return wire
+
+    def tools(
+        self,
+        header: RequestHeaderEvent | None,
+        convert: Callable[[ToolSpec], dict[str, Any] | None],
+    ) -> list[dict[str, Any]]:
+        """The header's tools for the target: a header of the target's own api sends
+        each tool's native definition unchanged; otherwise ``convert`` renders the
+        spec, and a spec it cannot render (None) is not offered, with a warning."""
+        if header is None:
+            return []
+        native_header = header.provider == self.provider and header.api == self.api
+        tools = []
+        for spec in header.tools:
+            if native_header and spec.native is not None:
+                tools.append(dict(spec.native))
+            elif (tool := convert(spec)) is not None:
+                tools.append(tool)
+            else:
+                self.warnings.append(
+                    warning(
+                        "tool_dropped",
+                        f"{spec.kind} tool {spec.name!r} from {header.provider}/{header.api} "
+                        f"has no {self.provider}/{self.api} equivalent; not offered",
+                    )
+                )
+        return tools
+
+    def add_settings(self, kwargs: dict[str, Any], history_keys: frozenset[str]) -> None:
+        """The translated settings, except the keys the request builds itself."""
+        for key, value in self.sampling.items():
+            if key not in history_keys:
+                kwargs[key] = value
+
+    def finish(
+        self,
+        kwargs: dict[str, Any],
+        accepted: frozenset[str],
+        warnings: list[WarningEvent] | None,
+    ) -> dict[str, Any]:
+        """Hand the warnings over and fold unknown keys into ``extra_body``."""
+        if warnings is not None:
+            warnings.extend(self.warnings)
+        return split_create_kwargs(kwargs, accepted)
 
 
 # ---------------------------------------------------------------- header helpers
@@ -629,3 +849,76 @@ def json_arguments(part: ToolCallPart) -> str:
     if part.arguments_raw is not None:
         return part.arguments_raw
     return msgspec.json.encode(part.arguments if part.arguments is not None else {}).decode()
+
+
+def parse_arguments(raw: str) -> tuple[Any, str | None]:
+    """``(arguments, arguments_raw)`` of a function call's JSON text (the reverse of
+    :func:`json_arguments`): the parsed object, and the text itself only when
+    re-encoding it compactly would not give it back (or it is not JSON at all)."""
+    try:
+        arguments = json.loads(raw) if raw else {}
+    except json.JSONDecodeError:
+        return None, raw
+    compact = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
+    return arguments, None if compact == raw else raw
+
+
+def lone_text_or_parts(
+    parts: Sequence[UserPart],
+    render_part: Callable[[UserPart, list[WarningEvent]], dict[str, Any] | None],
+    warnings: list[WarningEvent],
+) -> str | list[dict[str, Any]]:
+    """OpenAI content: a lone text part as a plain string, anything else as parts.
+
+    Blank text parts are left out (rule 8 holds for every target)."""
+    kept = [p for p in parts if not (type(p) is TextPart and is_blank(p.text))]
+    if len(kept) == 1 and type(kept[0]) is TextPart:
+        return kept[0].text
+    return [r for part in kept if (r := render_part(part, warnings)) is not None]
+
+
+def image_url(part: ImagePart) -> str | None:
+    """An image as the URL the OpenAI APIs take: its URL, else a ``data:`` URL."""
+    if part.url is not None:
+        return part.url
+    return data_url(part.media_type, part.data) if part.data is not None else None
+
+
+# ---------------------------------------------------------------- parse frame
+
+
+def request_body(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``create()`` kwargs as the JSON body: ``extra_body`` merged in."""
+    body = {**kwargs, **(kwargs.get("extra_body") or {})}
+    body.pop("extra_body", None)
+    return body
+
+
+def source(runtime: str, native_type: str, model: str | None = None) -> Source:
+    """The source of an event parsed from a request body."""
+    return Source(runtime=runtime, native_type=native_type, model=model)
+
+
+def parse_header(
+    body: dict[str, Any],
+    *,
+    provider: str,
+    api: str,
+    runtime: str,
+    history_keys: frozenset[str],
+    system: str | None,
+    tools: list[ToolSpec],
+    system_parts: list[TextPart] | None = None,
+) -> RequestHeaderEvent:
+    """A request body's ``request/header``: every key that is not history (nor model,
+    system or tools) is a setting."""
+    return RequestHeaderEvent(
+        provider=provider,
+        api=api,
+        model=body.get("model"),
+        system=system,
+        system_parts=system_parts,
+        tools=tools,
+        sampling={key: value for key, value in body.items() if key not in history_keys},
+        source=source(runtime, "request"),
+    )

@@ -24,7 +24,14 @@ from typing import Any, Literal
 
 import msgspec
 
-from universal_event.parts import AssistantPart, Citation, Provenance, ResultPart, UserPart
+from universal_event.parts import (
+    AssistantPart,
+    Citation,
+    Provenance,
+    ResultPart,
+    TextPart,
+    UserPart,
+)
 
 __all__ = [
     "EVENT_TYPES",
@@ -309,6 +316,13 @@ class RequestHeaderEvent(EventBase, tag="request/header", kw_only=True, frozen=T
     """Explicit settings: temperature, max_tokens, thinking, reasoning, tool_choice..."""
     adapter_defaults: dict[str, Any] = {}
     """Defaults an adapter filled in; re-evaluated each turn, overridden by ``sampling``."""
+    system_parts: list[TextPart] | None = None
+    """The system prompt as the blocks it was given in, when it came as blocks
+    (Anthropic ``system: [{"type": "text", "text": ..., "cache_control": ...}]``):
+    each block's text and ``cache_control`` kept, so an Anthropic request renders
+    them back exactly. ``system`` then holds their texts joined by a blank line, which
+    is what the other formats get; a renderer sends the parts only while that still
+    matches ``system`` (else ``system`` was changed alone and wins)."""
 
 
 class RequestContextEvent(EventBase, tag="request/context", kw_only=True, frozen=True):

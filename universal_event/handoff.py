@@ -24,6 +24,7 @@ output and never from the other runtime's native data. The renderers' warnings a
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -158,20 +159,34 @@ def codex_input_items(request: dict[str, Any]) -> list[dict[str, Any]]:
     """The request's ``input`` as the typed items a rollout holds.
 
     The renderer may use the easy form ``{"role", "content": "text"}`` for a message;
-    Codex reads rollout lines as tagged ``ResponseItem``s, so every message becomes
-    ``{"type": "message", "role", "content": [{"type": "input_text"|"output_text", ...}]}``
-    — the same request on the wire.
+    Codex reads rollout lines as tagged ``ResponseItem``s whose content is a list, and
+    sends them on as written. A user message becomes ``{"type": "message", "role":
+    "user", "content": [{"type": "input_text", ...}]}``; an assistant message the
+    output-message form the Responses API takes as input — ``id``, ``status`` and
+    ``output_text`` parts with ``annotations`` (without them the SDK's
+    ``ResponseInputParam`` refuses it). The id is derived from the item's position and
+    text (Codex itself sends ids of its own making on messages with ``store: false``).
     """
     items: list[dict[str, Any]] = []
-    for item in request["input"]:
+    for index, item in enumerate(request["input"]):
         if "type" in item and item["type"] != "message":
             items.append(item)
             continue
-        role = item["role"]
-        text_type = "output_text" if role == "assistant" else "input_text"
         content = item["content"]
+        if item["role"] == "assistant" and isinstance(content, str):
+            digest = hashlib.sha256(f"{index}:{content}".encode()).hexdigest()[:32]
+            items.append(
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "id": item.get("id") or f"msg_{digest}",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": content, "annotations": []}],
+                }
+            )
+            continue
         if isinstance(content, str):
-            content = [{"type": text_type, "text": content}]
+            content = [{"type": "input_text", "text": content}]
         message = {k: v for k, v in item.items() if k != "content"}
         message.update(type="message", content=content)
         items.append(message)

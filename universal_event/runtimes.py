@@ -474,7 +474,7 @@ def _describe(event: Event) -> str:
         bits: list[str] = []
         for part in event.content:
             if isinstance(part, TextPart):
-                bits.append(repr(_clip(part.text, 72)))
+                bits.append(repr(_clip(part.text, 100)))
             elif isinstance(part, ThinkingPart):
                 bits.append("[thinking]")
             elif isinstance(part, ToolCallPart):

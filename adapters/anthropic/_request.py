@@ -23,25 +23,23 @@ import functools
 from collections.abc import Sequence
 from typing import Any, assert_never
 
-import msgspec
-
 from adapters._render import (
     ANTHROPIC_TOOL_IDS,
     Group,
     RenderCache,
     RenderPolicy,
+    RenderRun,
     create_parameters,
-    foreign_reasoning_text,
+    foreign_reasoning,
     is_blank,
     map_tool_call_id,
-    merged_sampling,
     parse_data_url,
+    parse_header,
     reasoning_origin,
-    render_history,
+    replayable_server_part,
+    request_body,
     same_origin,
-    split_create_kwargs,
-    target_provenance,
-    translate_sampling,
+    source,
     warning,
 )
 from universal_event.errors import RenderError
@@ -50,7 +48,6 @@ from universal_event.events import (
     Event,
     NativeUnknownEvent,
     RequestHeaderEvent,
-    Source,
     ToolResultEvent,
     ToolSpec,
     UserMessageEvent,
@@ -79,6 +76,9 @@ PROVIDER = "anthropic"
 API = "messages"
 RUNTIME = "anthropic-request"
 _HISTORY_KEYS = frozenset({"messages", "system", "tools", "model"})
+_SYSTEM_SEPARATOR = "\n\n"
+"""Between system blocks' texts in ``RequestHeaderEvent.system`` (what other formats get)."""
+_IDS = ANTHROPIC_TOOL_IDS.memo  # tool-call ids already mapped (rule 5)
 
 
 @functools.cache
@@ -104,64 +104,205 @@ def render_request(
     ``warnings`` (when given) receives a :class:`WarningEvent` for everything repaired
     or dropped; ``cache`` (one per session) makes re-rendering after an append cheap.
     """
-    policy = policy or RenderPolicy()
-    target = target_provenance(PROVIDER, API, header, policy)
-    found: list[WarningEvent] = []
-    sampling, dropped = translate_sampling(
-        merged_sampling(header), header.api if header is not None else API, API
-    )
-    found.extend(dropped)
-    wire, history_warnings = render_history(
-        messages,
-        functools.partial(_render_group, target=target, policy=policy),
-        policy,
-        cache=cache,
-        cache_key=(PROVIDER, API, target.model, policy),
-    )
-    found.extend(history_warnings)
-    kwargs: dict[str, Any] = {"model": target.model, "messages": wire}
-    if header is not None and header.system:
-        kwargs["system"] = header.system
-    tools = _render_tools(header, found)
+    run = RenderRun(PROVIDER, API, header, policy)
+    wire = run.history(messages, _GroupRenderer(run.target, run.policy), cache)
+    kwargs: dict[str, Any] = {"model": run.model, "messages": wire}
+    system = _render_system(header, run.policy)
+    if system is not None:
+        kwargs["system"] = system
+    tools = run.tools(header, _function_tool)
     if tools:
         kwargs["tools"] = tools
-    for key, value in sampling.items():
-        if key not in _HISTORY_KEYS:
-            kwargs[key] = value
-    kwargs.setdefault("max_tokens", policy.default_max_tokens)
-    _check_thinking_start(kwargs, policy, found)
-    if warnings is not None:
-        warnings.extend(found)
-    return split_create_kwargs(kwargs, _accepted())
+    run.add_settings(kwargs, _HISTORY_KEYS)
+    kwargs.setdefault("max_tokens", run.policy.default_max_tokens)
+    _check_thinking_start(kwargs, run.policy, run.warnings)
+    return run.finish(kwargs, _accepted(), warnings)
 
 
-def _render_group(
-    group: Group, *, target: Provenance, policy: RenderPolicy
-) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    if group.assistant is not None:
-        content = _assistant_blocks(group.assistant, target, policy, group.warnings)
-        if content:
-            out.append({"role": "assistant", "content": content})
-        elif group.results:
-            raise RenderError(
-                f"assistant message at seq {group.assistant.seq} renders empty but has tool calls"
-            )
-    # rule 7: every result of this window in one user message, before any user text;
-    # the first user message of the window joins it (as Claude Code sends it)
-    pending = [_tool_result_block(result, policy, group.warnings) for result in group.results]
-    for user in group.users:
-        rendered = _user_blocks(user.content, policy, group.warnings)
-        if not rendered:
-            group.warnings.append(
-                warning("empty_message", f"user message at seq {user.seq} has no content; dropped")
-            )
-            continue
-        out.append({"role": "user", "content": pending + rendered})
+def _render_system(
+    header: RequestHeaderEvent | None, policy: RenderPolicy
+) -> str | list[dict[str, Any]] | None:
+    """Rule 11: ``system``. Blocks as they were given (``system_parts``, with their
+    ``cache_control``, rule 10) while they still spell ``header.system``; else the
+    string (an empty prompt is left out)."""
+    if header is None:
+        return None
+    parts = header.system_parts
+    if parts is not None and _SYSTEM_SEPARATOR.join(p.text for p in parts) == (header.system or ""):
+        keep_cache = policy.keep_cache_control
+        blocks = []
+        for part in parts:
+            block: dict[str, Any] = {"type": "text", "text": part.text}
+            if part.cache_control is not None and keep_cache:
+                block["cache_control"] = part.cache_control
+            blocks.append(block)
+        return blocks
+    return header.system or None
+
+
+class _GroupRenderer:
+    """Renders the groups of one request: Anthropic's wire shapes and rules 3, 7, 8, 10.
+
+    The common parts (text, tool call, a tool result of one text) are built inline;
+    everything else goes through the general per-part functions below. Whether a
+    provenance is the target's own origin is worked out once per provenance.
+    """
+
+    __slots__ = ("keep_cache", "origins", "policy", "target")
+
+    def __init__(self, target: Provenance, policy: RenderPolicy) -> None:
+        self.target = target
+        self.policy = policy
+        self.keep_cache = policy.keep_cache_control
+        self.origins: dict[Provenance | None, bool] = {}
+
+    def native(self, provenance: Provenance | None) -> bool:
+        known = self.origins.get(provenance)
+        if known is None:
+            known = self.origins[provenance] = same_origin(provenance, self.target)
+        return known
+
+    def __call__(self, group: Group, out: list[dict[str, Any]]) -> None:
+        warnings = group.warnings
+        if group.assistant is not None:
+            content = self.assistant_blocks(group.assistant, warnings)
+            if content:
+                out.append({"role": "assistant", "content": content})
+            elif group.results:
+                raise RenderError(
+                    f"assistant message at seq {group.assistant.seq} renders empty "
+                    "but has tool calls"
+                )
+        # rule 7: every result of this window in one user message, before any user text;
+        # the first user message of the window joins it (as Claude Code sends it)
         pending = []
-    if pending:
-        out.append({"role": "user", "content": pending})
-    return out
+        for result in group.results:
+            pending.append(self.tool_result(result, warnings))
+        for user in group.users:
+            rendered = self.blocks(user.content, warnings)
+            if not rendered:
+                warnings.append(
+                    warning(
+                        "empty_message", f"user message at seq {user.seq} has no content; dropped"
+                    )
+                )
+                continue
+            out.append({"role": "user", "content": pending + rendered if pending else rendered})
+            pending = []
+        if pending:
+            out.append({"role": "user", "content": pending})
+
+    def assistant_blocks(
+        self, message: AssistantMessage, warnings: list[WarningEvent]
+    ) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = []
+        for part in message.content:
+            block: dict[str, Any] | None
+            if isinstance(part, ToolCallPart):
+                block = self.tool_use(part)
+            elif isinstance(part, TextPart):
+                block = self.text_block(part, message.provenance)
+            else:
+                block = self.other_block(part, message, warnings)
+            if block is not None:
+                blocks.append(block)
+        return blocks
+
+    def tool_use(self, part: ToolCallPart) -> dict[str, Any]:
+        block = {
+            "type": "tool_use",
+            "id": _IDS.get(part.id) or map_tool_call_id(part.id, ANTHROPIC_TOOL_IDS),
+            "name": part.name,
+            "input": part.arguments if part.arguments is not None else _tool_input(part),
+        }
+        if part.cache_control is not None and self.keep_cache:
+            block["cache_control"] = part.cache_control
+        return block
+
+    def other_block(
+        self,
+        part: RefusalPart | ThinkingPart | ServerToolCallPart | ServerToolResultPart | ImagePart,
+        message: AssistantMessage,
+        warnings: list[WarningEvent],
+    ) -> dict[str, Any] | None:
+        """Everything but text and tool calls."""
+        if isinstance(part, RefusalPart):
+            return None if is_blank(part.text) else {"type": "text", "text": part.text}
+        if isinstance(part, ThinkingPart):
+            return self.thinking_block(part, message, warnings)
+        if isinstance(part, ServerToolCallPart | ServerToolResultPart):
+            if replayable_server_part(part, message, self.target, warnings):
+                return dict(part.native)
+            return None
+        if isinstance(part, ImagePart):
+            warnings.append(
+                warning("image_dropped", "Anthropic takes no images in assistant turns")
+            )
+            return None
+        assert_never(part)
+
+    def thinking_block(
+        self, part: ThinkingPart, message: AssistantMessage, warnings: list[WarningEvent]
+    ) -> dict[str, Any] | None:
+        """Rules 1-2: a signed block only to the model that signed it, else the policy."""
+        if self.native(reasoning_origin(part, message)):
+            if part.redacted_data is not None:
+                return {"type": "redacted_thinking", "data": part.redacted_data}
+            if part.signature:
+                return {"type": "thinking", "thinking": part.text, "signature": part.signature}
+        text = foreign_reasoning(
+            part, message, self.target, self.policy, warnings, "no signature valid for it"
+        )
+        return None if text is None else {"type": "text", "text": text}
+
+    def text_block(self, part: TextPart, origin: Provenance | None) -> dict[str, Any] | None:
+        """Rule 8: no blank text; citations only back to their origin; rule 10."""
+        if is_blank(part.text):
+            return None
+        block: dict[str, Any] = {"type": "text", "text": part.text}
+        if part.citations and self.native(origin) and all(c.native for c in part.citations):
+            block["citations"] = [c.native for c in part.citations]
+        if part.cache_control is not None and self.keep_cache:
+            block["cache_control"] = part.cache_control
+        return block
+
+    def tool_result(self, result: ToolMessage, warnings: list[WarningEvent]) -> dict[str, Any]:
+        """One ``tool_result``; a lone plain text travels as a string (what most
+        clients send), anything else as blocks."""
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": _IDS.get(result.call_id)
+            or map_tool_call_id(result.call_id, ANTHROPIC_TOOL_IDS),
+        }
+        parts = result.content
+        only = parts[0] if len(parts) == 1 else None
+        if (
+            type(only) is TextPart
+            and not only.citations
+            and (only.cache_control is None or not self.keep_cache)
+        ):
+            if not is_blank(only.text):
+                block["content"] = only.text
+        elif parts and (blocks := self.blocks(parts, warnings)):
+            block["content"] = blocks
+        if result.is_error:
+            block["is_error"] = True
+        return block
+
+    def blocks(
+        self, parts: Sequence[UserPart], warnings: list[WarningEvent]
+    ) -> list[dict[str, Any]]:
+        """User or tool-result content blocks."""
+        blocks = []
+        for part in parts:
+            block: dict[str, Any] | None
+            if isinstance(part, TextPart):
+                block = self.text_block(part, None)
+            else:
+                block = _media_block(part, self.keep_cache, warnings)
+            if block is not None:
+                blocks.append(block)
+        return blocks
 
 
 def _check_thinking_start(
@@ -204,89 +345,6 @@ def _check_thinking_start(
     )
 
 
-def _assistant_blocks(
-    message: AssistantMessage,
-    target: Provenance,
-    policy: RenderPolicy,
-    warnings: list[WarningEvent],
-) -> list[dict[str, Any]]:
-    native = same_origin(message.provenance, target)
-    blocks: list[dict[str, Any]] = []
-    for part in message.content:
-        block = _assistant_block(part, message, native, target, policy, warnings)
-        if block is not None:
-            blocks.append(block)
-    return blocks
-
-
-def _assistant_block(
-    part: AssistantPart,
-    message: AssistantMessage,
-    native: bool,
-    target: Provenance,
-    policy: RenderPolicy,
-    warnings: list[WarningEvent],
-) -> dict[str, Any] | None:
-    if isinstance(part, TextPart):
-        return _text_block(part, policy, citations=native)
-    if isinstance(part, RefusalPart):
-        return None if is_blank(part.text) else {"type": "text", "text": part.text}
-    if isinstance(part, ThinkingPart):
-        return _thinking_block(part, message, target, policy, warnings)
-    if isinstance(part, ToolCallPart):
-        block: dict[str, Any] = {
-            "type": "tool_use",
-            "id": map_tool_call_id(part.id, ANTHROPIC_TOOL_IDS),
-            "name": part.name,
-            "input": _tool_input(part),
-        }
-        if part.cache_control is not None and policy.keep_cache_control:
-            block["cache_control"] = part.cache_control
-        return block
-    if isinstance(part, ServerToolCallPart | ServerToolResultPart):
-        origin = part.provenance or message.provenance
-        if origin is not None and origin.provider == PROVIDER and origin.api == API:
-            return dict(part.native)
-        warnings.append(
-            warning(
-                "server_tool_dropped",
-                f"{type(part).__name__} from {origin.provider if origin else 'unknown'} "
-                "cannot be replayed to Anthropic; dropped",
-            )
-        )
-        return None
-    if isinstance(part, ImagePart):
-        warnings.append(warning("image_dropped", "Anthropic takes no images in assistant turns"))
-        return None
-    assert_never(part)
-
-
-def _thinking_block(
-    part: ThinkingPart,
-    message: AssistantMessage,
-    target: Provenance,
-    policy: RenderPolicy,
-    warnings: list[WarningEvent],
-) -> dict[str, Any] | None:
-    """Rules 1-2: a signed block only to the model that signed it, else the policy."""
-    if same_origin(reasoning_origin(part, message), target):
-        if part.redacted_data is not None:
-            return {"type": "redacted_thinking", "data": part.redacted_data}
-        if part.signature:
-            return {"type": "thinking", "thinking": part.text, "signature": part.signature}
-    text = foreign_reasoning_text(part, policy)
-    warnings.append(
-        warning(
-            "reasoning_dropped" if text is None else "reasoning_as_text",
-            "reasoning without a signature valid for "
-            f"{target.provider}/{target.api}/{target.model} "
-            + ("dropped" if text is None else "sent as text"),
-            origin=msgspec.to_builtins(reasoning_origin(part, message)),
-        )
-    )
-    return None if text is None else {"type": "text", "text": text}
-
-
 def _tool_input(part: ToolCallPart) -> Any:
     if part.arguments is not None:
         return part.arguments
@@ -297,41 +355,17 @@ def _tool_input(part: ToolCallPart) -> Any:
     return {}
 
 
-def _text_block(part: TextPart, policy: RenderPolicy, *, citations: bool) -> dict[str, Any] | None:
-    if is_blank(part.text):  # rule 8
-        return None
-    block: dict[str, Any] = {"type": "text", "text": part.text}
-    if citations and part.citations and all(c.native for c in part.citations):
-        block["citations"] = [c.native for c in part.citations]
-    if part.cache_control is not None and policy.keep_cache_control:
-        block["cache_control"] = part.cache_control
-    return block
-
-
-def _user_blocks(
-    parts: Sequence[UserPart], policy: RenderPolicy, warnings: list[WarningEvent]
-) -> list[dict[str, Any]]:
-    blocks = []
-    for part in parts:
-        block = _user_block(part, policy, warnings)
-        if block is not None:
-            blocks.append(block)
-    return blocks
-
-
-def _user_block(
-    part: UserPart, policy: RenderPolicy, warnings: list[WarningEvent]
+def _media_block(
+    part: ImagePart | DocumentPart, keep_cache: bool, warnings: list[WarningEvent]
 ) -> dict[str, Any] | None:
     block: dict[str, Any] | None
-    if isinstance(part, TextPart):
-        return _text_block(part, policy, citations=False)
     if isinstance(part, ImagePart):
         block = _image_block(part, warnings)
     elif isinstance(part, DocumentPart):
         block = _document_block(part, warnings)
     else:
         assert_never(part)
-    if block is not None and part.cache_control is not None and policy.keep_cache_control:
+    if block is not None and part.cache_control is not None and keep_cache:
         block["cache_control"] = part.cache_control
     return block
 
@@ -378,57 +412,10 @@ def _document_block(part: DocumentPart, warnings: list[WarningEvent]) -> dict[st
     return block
 
 
-def _tool_result_block(
-    result: ToolMessage, policy: RenderPolicy, warnings: list[WarningEvent]
-) -> dict[str, Any]:
-    block: dict[str, Any] = {
-        "type": "tool_result",
-        "tool_use_id": map_tool_call_id(result.call_id, ANTHROPIC_TOOL_IDS),
-    }
-    content = _result_content(result.content, policy, warnings)
-    if content is not None:
-        block["content"] = content
-    if result.is_error:
-        block["is_error"] = True
-    return block
-
-
-def _result_content(
-    parts: Sequence[ResultPart], policy: RenderPolicy, warnings: list[WarningEvent]
-) -> str | list[dict[str, Any]] | None:
-    """One plain text part travels as a string (what most clients send), else blocks."""
-    if len(parts) == 1 and isinstance(parts[0], TextPart):
-        only = parts[0]
-        if not only.citations and (only.cache_control is None or not policy.keep_cache_control):
-            return None if is_blank(only.text) else only.text
-    blocks = _user_blocks(parts, policy, warnings)
-    return blocks or None
-
-
-def _render_tools(
-    header: RequestHeaderEvent | None, warnings: list[WarningEvent]
-) -> list[dict[str, Any]]:
-    if header is None:
-        return []
-    native_header = header.provider == PROVIDER and header.api == API
-    tools = []
-    for spec in header.tools:
-        if native_header and spec.native is not None:
-            tools.append(dict(spec.native))
-        elif spec.kind == "server":
-            warnings.append(
-                warning(
-                    "tool_dropped",
-                    f"provider tool {spec.name!r} from {header.provider}/{header.api} "
-                    "has no Anthropic equivalent; not offered",
-                )
-            )
-        else:
-            tools.append(_function_tool(spec))
-    return tools
-
-
-def _function_tool(spec: ToolSpec) -> dict[str, Any]:
+def _function_tool(spec: ToolSpec) -> dict[str, Any] | None:
+    """A client tool's definition; provider (server) tools have no Anthropic form."""
+    if spec.kind == "server":
+        return None
     schema = spec.input_schema or {"type": "object", "properties": {}}
     if spec.kind == "custom":
         schema = {
@@ -468,24 +455,28 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
     return events
 
 
-def _source(native_type: str, model: str | None = None) -> Source:
-    return Source(runtime=RUNTIME, native_type=native_type, model=model)
+_source = functools.partial(source, RUNTIME)
 
 
 def _parse_header(kwargs: dict[str, Any]) -> RequestHeaderEvent:
-    body = {**kwargs, **(kwargs.get("extra_body") or {})}
-    body.pop("extra_body", None)
+    body = request_body(kwargs)
     system = body.get("system")
-    if isinstance(system, list):
-        system = "\n\n".join(block.get("text", "") for block in system)
-    return RequestHeaderEvent(
+    system_parts = None
+    if isinstance(system, list):  # text blocks: kept whole, their texts joined for others
+        system_parts = [
+            TextPart(text=block.get("text", ""), cache_control=block.get("cache_control"))
+            for block in system
+        ]
+        system = _SYSTEM_SEPARATOR.join(part.text for part in system_parts)
+    return parse_header(
+        body,
         provider=PROVIDER,
         api=API,
-        model=body.get("model"),
+        runtime=RUNTIME,
+        history_keys=_HISTORY_KEYS,
         system=system,
+        system_parts=system_parts,
         tools=[_parse_tool(tool) for tool in body.get("tools") or []],
-        sampling={key: value for key, value in body.items() if key not in _HISTORY_KEYS},
-        source=_source("request"),
     )
 
 

@@ -47,11 +47,27 @@ tool output as Codex formats it for the model. The rollout file has all of them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from adapters.codex._core import CodexCore, OpenItem, codex_usage, text_content
 from adapters.codex._exec import mcp_content
+from adapters.codex._wire import (
+    AgentMessageItem,
+    CommandOutputDeltaLine,
+    DeltaParams,
+    FileOutputDeltaLine,
+    ItemCompletedLine,
+    ItemParams,
+    ItemStartedLine,
+    MessageDeltaLine,
+    PartParams,
+    ReasoningDeltaLine,
+    ReasoningItem,
+    SummaryDeltaLine,
+    SummaryPartLine,
+    decode_typed_line,
+)
 from universal_event.events import (
     ErrorEvent,
     Event,
@@ -209,37 +225,53 @@ class AppServerLines(CodexCore):
 
     def _message_delta(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
         item_id = str(params.get("itemId") or "")
-        delta = str(params.get("delta") or "")
-        self._open(item_id, "text").text.append(delta)
-        self._chunk(out, method, item_id, "text", delta)
+        self._text_delta(method, item_id, str(params.get("delta") or ""), out)
 
     def _summary_delta(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
         item_id = str(params.get("itemId") or "")
         index = params.get("summaryIndex") or 0
-        delta = str(params.get("delta") or "")
-        _slot(self._open(item_id, "thinking").summary, index).append(delta)
-        self._chunk(out, method, item_id, "summary", delta, index)
+        self._summary_text_delta(method, item_id, index, str(params.get("delta") or ""), out)
 
     def _reasoning_delta(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
         item_id = str(params.get("itemId") or "")
         index = params.get("contentIndex") or 0
-        delta = str(params.get("delta") or "")
-        _slot(self._open(item_id, "thinking").content, index).append(delta)
-        self._chunk(out, method, item_id, "thinking", delta, index)
+        self._thinking_delta(method, item_id, index, str(params.get("delta") or ""), out)
 
     def _summary_part(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
-        # Structure only: the part's text follows as summaryTextDelta.
-        _slot(self._open(str(params.get("itemId") or ""), "thinking").summary, 0)
+        self._summary_part_added(str(params.get("itemId") or ""))
 
     def _output_delta(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
         item_id = str(params.get("itemId") or "")
+        self._tool_output_delta(method, item_id, str(params.get("delta") or ""), out)
+
+    def _text_delta(self, method: str, item_id: str, delta: str, out: list[Event]) -> None:
+        self._open(item_id, "text").text.append(delta)
+        self._chunk(out, method, item_id, "text", delta)
+
+    def _summary_text_delta(
+        self, method: str, item_id: str, index: Any, delta: str, out: list[Event]
+    ) -> None:
+        _slot(self._open(item_id, "thinking").summary, index).append(delta)
+        self._chunk(out, method, item_id, "summary", delta, index)
+
+    def _thinking_delta(
+        self, method: str, item_id: str, index: Any, delta: str, out: list[Event]
+    ) -> None:
+        _slot(self._open(item_id, "thinking").content, index).append(delta)
+        self._chunk(out, method, item_id, "thinking", delta, index)
+
+    def _summary_part_added(self, item_id: str) -> None:
+        # Structure only: the part's text follows as summaryTextDelta.
+        _slot(self._open(item_id, "thinking").summary, 0)
+
+    def _tool_output_delta(self, method: str, item_id: str, delta: str, out: list[Event]) -> None:
         out.append(
             self.make(
                 ToolOutputEvent,
                 native_type=method,
                 native_id=item_id,
                 call_id=item_id,
-                delta=str(params.get("delta") or ""),
+                delta=delta,
             )
         )
 
@@ -257,9 +289,9 @@ class AppServerLines(CodexCore):
         item_id = str(item.get("id") or "")
         self._ensure_turn(out, method)
         if item_type == "agentMessage":
-            self._open(item_id, "text").phase = item.get("phase")
+            self._message_started(item_id, item.get("phase"))
         elif item_type == "reasoning":
-            self._open(item_id, "thinking")
+            self._reasoning_started(item_id)
         elif item_type in _TOOL_KINDS:
             self._app_tool_call(method, item_type, item_id, item, out)
         elif item_type not in ("userMessage", "webSearch"):
@@ -271,30 +303,13 @@ class AppServerLines(CodexCore):
         item_id = str(item.get("id") or "")
         self._ensure_turn(out, method)
         if item_type == "agentMessage":
-            self._open_items.pop(item_id, None)
-            text = str(item.get("text") or "")
-            self._add_part(
-                TextPart(text=text, item_id=item_id or None, phase=item.get("phase")),
-                ("text", text),
-            )
+            self._message_completed(item_id, str(item.get("text") or ""), item.get("phase"))
         elif item_type == "reasoning":
-            self._open_items.pop(item_id, None)
             summary = [str(s) for s in item.get("summary") or []]
             content = "".join(str(s) for s in item.get("content") or [])
-            part = ThinkingPart(
-                text=content, summary=summary, id=item_id or None, provenance=self.provenance()
-            )
-            self._add_part(part, ("thinking", "\n".join(summary) + content))
+            self._reasoning_completed(item_id, summary, content)
         elif item_type == "userMessage":
-            self._flush(out, method)
-            out.append(
-                self.make(
-                    UserMessageEvent,
-                    native_type=method,
-                    native_id=item_id,
-                    content=_user_parts(item.get("content")),
-                )
-            )
+            self._user_message_completed(method, item_id, item.get("content"), out)
         elif item_type in _TOOL_KINDS:
             self._app_tool_call(method, item_type, item_id, item, out)
             self._app_tool_result(method, item_type, item_id, item, out)
@@ -311,6 +326,94 @@ class AppServerLines(CodexCore):
             )
         else:
             out.append(self.unknown(f"{method}:{item_type}", dict(item), "item type not modelled"))
+
+    def _message_started(self, item_id: str, phase: Any) -> None:
+        self._open(item_id, "text").phase = phase
+
+    def _reasoning_started(self, item_id: str) -> None:
+        self._open(item_id, "thinking")
+
+    def _message_completed(self, item_id: str, text: str, phase: Any) -> None:
+        self._open_items.pop(item_id, None)
+        self._add_part(TextPart(text=text, item_id=item_id or None, phase=phase), ("text", text))
+
+    def _reasoning_completed(self, item_id: str, summary: list[str], content: str) -> None:
+        self._open_items.pop(item_id, None)
+        part = ThinkingPart(
+            text=content, summary=summary, id=item_id or None, provenance=self.provenance()
+        )
+        self._add_part(part, ("thinking", "\n".join(summary) + content))
+
+    def _user_message_completed(
+        self, method: str, item_id: str, content: Any, out: list[Event]
+    ) -> None:
+        self._flush(out, method)
+        out.append(
+            self.make(
+                UserMessageEvent,
+                native_type=method,
+                native_id=item_id,
+                content=_user_parts(content),
+            )
+        )
+
+    # ------------------------------------------------------------ typed lines (fast path)
+
+    def _typed_line(self, raw: bytes, out: list[Event]) -> bool:
+        """A common notification line decoded into its struct (:mod:`._wire`) and handled;
+        False sends the line down the general dict path (another method or shape)."""
+        line = decode_typed_line(raw)
+        if line is None:
+            return False
+        params = line.params if line.params is not None else line.payload
+        if params is None:
+            return False
+        method, handler = _TYPED_HANDLERS[type(line)]
+        handler(self, method, params, out)
+        return True
+
+    # A delta line from bytes opens a turn for a stream joined late (the dict path's
+    # delta handlers do not).
+    def _typed_message_delta(self, method: str, params: DeltaParams, out: list[Event]) -> None:
+        self._ensure_turn(out, method)
+        self._text_delta(method, params.itemId, params.delta, out)
+
+    def _typed_summary_delta(self, method: str, params: DeltaParams, out: list[Event]) -> None:
+        self._ensure_turn(out, method)
+        self._summary_text_delta(method, params.itemId, params.summaryIndex, params.delta, out)
+
+    def _typed_reasoning_delta(self, method: str, params: DeltaParams, out: list[Event]) -> None:
+        self._ensure_turn(out, method)
+        self._thinking_delta(method, params.itemId, params.contentIndex, params.delta, out)
+
+    def _typed_output_delta(self, method: str, params: DeltaParams, out: list[Event]) -> None:
+        self._ensure_turn(out, method)
+        self._tool_output_delta(method, params.itemId, params.delta, out)
+
+    def _typed_summary_part(self, method: str, params: PartParams, out: list[Event]) -> None:
+        self._summary_part_added(params.itemId)
+
+    def _typed_item_started(self, method: str, params: ItemParams, out: list[Event]) -> None:
+        item = params.item
+        self._ensure_turn(out, method)
+        if isinstance(item, AgentMessageItem):
+            self._message_started(item.id or "", item.phase)
+        elif isinstance(item, ReasoningItem):
+            self._reasoning_started(item.id or "")
+        # userMessage: logged when completed
+
+    def _typed_item_completed(self, method: str, params: ItemParams, out: list[Event]) -> None:
+        item = params.item
+        self._ensure_turn(out, method)
+        if isinstance(item, AgentMessageItem):
+            self._message_completed(item.id or "", item.text or "", item.phase)
+        elif isinstance(item, ReasoningItem):
+            content = "".join(item.content or ())
+            self._reasoning_completed(item.id or "", item.summary or [], content)
+        else:
+            self._user_message_completed(method, item.id or "", item.content, out)
+
+    # ------------------------------------------------------------ tools
 
     def _app_tool_call(
         self, method: str, item_type: str, item_id: str, item: Mapping[str, Any], out: list[Event]
@@ -425,6 +528,20 @@ def _user_parts(content: Any) -> list[UserPart]:
             parts.append(TextPart(text=str(entry)))
     return parts
 
+
+_TypedHandler = Callable[[AppServerLines, str, Any, list[Event]], None]
+_TYPED: tuple[tuple[type[Any], _TypedHandler], ...] = (
+    (MessageDeltaLine, AppServerLines._typed_message_delta),
+    (SummaryDeltaLine, AppServerLines._typed_summary_delta),
+    (ReasoningDeltaLine, AppServerLines._typed_reasoning_delta),
+    (CommandOutputDeltaLine, AppServerLines._typed_output_delta),
+    (FileOutputDeltaLine, AppServerLines._typed_output_delta),
+    (SummaryPartLine, AppServerLines._typed_summary_part),
+    (ItemStartedLine, AppServerLines._typed_item_started),
+    (ItemCompletedLine, AppServerLines._typed_item_completed),
+)
+_TYPED_HANDLERS = {cls: (str(cls.__struct_config__.tag), handler) for cls, handler in _TYPED}
+"""Typed line struct → (method, handler): the fast path for the common lines."""
 
 _HANDLERS = {
     "thread/started": AppServerLines._thread_started,

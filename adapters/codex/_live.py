@@ -12,12 +12,10 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-import msgspec
-
-from adapters.codex._app_server import AppServerLines, _slot
+from adapters.codex._app_server import AppServerLines
 from adapters.codex._exec import ExecLines
 from universal_event.errors import AdapterError
-from universal_event.events import Event, ToolOutputEvent
+from universal_event.events import Event
 
 __all__ = ["CodexAdapter", "notification_to_line"]
 
@@ -69,55 +67,12 @@ class CodexAdapter(ExecLines, AppServerLines):
         return out
 
     def _raw_line(self, raw: bytes, out: list[Event], *, last: bool = False) -> None:
-        if b'elta"' in raw[:60] and self._delta_line(raw, out):
+        if self._typed_line(raw, out):
             return
         problem = "truncated last line (stream cut)" if last else "malformed JSON line"
         line = self._decode(raw, out, problem)
         if line is not None:
             self._line(line, out)
-
-    def _delta_line(self, raw: bytes, out: list[Event]) -> bool:
-        """The fast path for delta notifications, most of a stream's lines.
-
-        Decoded straight into a small struct (no dicts); False sends the line down the
-        general path (another shape, or not JSON).
-        """
-        try:
-            line = _delta_decoder.decode(raw)
-        except msgspec.DecodeError:
-            return False
-        params = line.params
-        handler = _DELTA_HANDLERS.get(line.method)
-        if handler is None or params is None:
-            return False
-        self._ensure_turn(out, line.method)
-        handler(self, line.method, params, out)
-        return True
-
-    def _fast_message_delta(self, method: str, params: _DeltaParams, out: list[Event]) -> None:
-        self._open(params.itemId, "text").text.append(params.delta)
-        self._chunk(out, method, params.itemId, "text", params.delta)
-
-    def _fast_summary_delta(self, method: str, params: _DeltaParams, out: list[Event]) -> None:
-        index = params.summaryIndex
-        _slot(self._open(params.itemId, "thinking").summary, index).append(params.delta)
-        self._chunk(out, method, params.itemId, "summary", params.delta, index)
-
-    def _fast_reasoning_delta(self, method: str, params: _DeltaParams, out: list[Event]) -> None:
-        index = params.contentIndex
-        _slot(self._open(params.itemId, "thinking").content, index).append(params.delta)
-        self._chunk(out, method, params.itemId, "thinking", params.delta, index)
-
-    def _fast_output_delta(self, method: str, params: _DeltaParams, out: list[Event]) -> None:
-        out.append(
-            self.make(
-                ToolOutputEvent,
-                native_type=method,
-                native_id=params.itemId,
-                call_id=params.itemId,
-                delta=params.delta,
-            )
-        )
 
     def _line(self, line: Mapping[str, Any], out: list[Event]) -> None:
         method = line.get("method")
@@ -140,37 +95,6 @@ class CodexAdapter(ExecLines, AppServerLines):
             out.append(
                 self.unknown(str(method or line.get("type")), dict(line), f"bad line: {exc!r}")
             )
-
-
-class _DeltaParams(msgspec.Struct):
-    """The fields of a delta notification this adapter reads (the rest is skipped)."""
-
-    itemId: str
-    delta: str
-    summaryIndex: int = 0
-    contentIndex: int = 0
-
-
-class _DeltaLine(msgspec.Struct):
-    method: str
-    params: _DeltaParams | None = None
-    payload: _DeltaParams | None = None
-
-    def __post_init__(self) -> None:
-        if self.params is None:
-            # The capture harness's files say ``payload`` for the wire's ``params``.
-            self.params = self.payload
-
-
-_delta_decoder = msgspec.json.Decoder(_DeltaLine)
-
-_DELTA_HANDLERS = {
-    "item/agentMessage/delta": CodexAdapter._fast_message_delta,
-    "item/reasoning/summaryTextDelta": CodexAdapter._fast_summary_delta,
-    "item/reasoning/textDelta": CodexAdapter._fast_reasoning_delta,
-    "item/commandExecution/outputDelta": CodexAdapter._fast_output_delta,
-    "item/fileChange/outputDelta": CodexAdapter._fast_output_delta,
-}
 
 
 def notification_to_line(native: Any) -> dict[str, Any] | None:

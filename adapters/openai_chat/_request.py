@@ -15,6 +15,15 @@ body back into Universal Events. Chat-specific rules:
 * reasoning: OpenAI's Chat API takes no reasoning back; same-origin reasoning is sent
   as ``reasoning_content`` only when the policy asks (compatible servers), foreign
   reasoning follows the foreign-reasoning policy.
+* failed tool results: a ``tool`` message has no error flag (its fields are
+  ``role``, ``tool_call_id``, ``content``), so a failed result (``is_error``, and the
+  synthetic "interrupted" result of rule 6) starts with :data:`TOOL_ERROR_MARKER`
+  and a space: ``"[tool error] clock offline"`` (the marker alone when the result has
+  no text; with text parts, the first one carries it). The model reads it as the
+  failure it is; ``parse_request`` reverses it — a tool message whose text starts so
+  becomes a ``tool/result`` with ``is_error`` and the marker removed — so an error
+  survives Anthropic → Chat → Anthropic. A real tool output that happens to start
+  with the marker parses as a failure too; rendered again it is the same text.
 """
 
 from __future__ import annotations
@@ -30,20 +39,22 @@ from adapters._render import (
     Group,
     RenderCache,
     RenderPolicy,
+    RenderRun,
     create_parameters,
     data_url,
-    foreign_reasoning_text,
+    foreign_reasoning,
+    image_url,
     is_blank,
     json_arguments,
+    lone_text_or_parts,
     map_tool_call_id,
-    merged_sampling,
+    parse_arguments,
     parse_data_url,
+    parse_header,
     reasoning_origin,
-    render_history,
+    request_body,
     same_origin,
-    split_create_kwargs,
-    target_provenance,
-    translate_sampling,
+    source,
     warning,
 )
 from universal_event.events import (
@@ -51,7 +62,6 @@ from universal_event.events import (
     Event,
     NativeUnknownEvent,
     RequestHeaderEvent,
-    Source,
     ToolResultEvent,
     ToolSpec,
     UserMessageEvent,
@@ -72,13 +82,16 @@ from universal_event.parts import (
     UserPart,
 )
 
-__all__ = ["parse_request", "render_request", "system_role"]
+__all__ = ["TOOL_ERROR_MARKER", "parse_request", "render_request", "system_role"]
 
 PROVIDER = "openai"
 API = "chat"
 RUNTIME = "openai-chat-request"
 _HISTORY_KEYS = frozenset({"messages", "tools", "model"})
 _DEVELOPER_MODELS = re.compile(r"^(o1|o3|o4|gpt-5)")
+_IDS = CHAT_TOOL_IDS.memo  # tool-call ids already mapped (rule 5)
+TOOL_ERROR_MARKER = "[tool error]"
+"""Opens the text of a failed tool result (Chat has no error flag; see the module doc)."""
 
 
 @functools.cache
@@ -107,97 +120,111 @@ def render_request(
     cache: RenderCache | None = None,
 ) -> dict[str, Any]:
     """The ``chat.completions.create`` keyword arguments for this history and header."""
-    policy = policy or RenderPolicy()
-    target = target_provenance(PROVIDER, API, header, policy)
-    assert target.model is not None
-    found: list[WarningEvent] = []
-    sampling, dropped = translate_sampling(
-        merged_sampling(header), header.api if header is not None else API, API
-    )
-    found.extend(dropped)
-    wire, history_warnings = render_history(
-        messages,
-        functools.partial(_render_group, target=target, policy=policy),
-        policy,
-        cache=cache,
-        cache_key=(PROVIDER, API, target.model, policy),
-    )
-    found.extend(history_warnings)
+    run = RenderRun(PROVIDER, API, header, policy)
+    wire = run.history(messages, _GroupRenderer(run.target, run.policy), cache)
     if header is not None and header.system:
-        system = {"role": system_role(target.model, policy), "content": header.system}
-        wire = [system, *wire]
-    kwargs: dict[str, Any] = {"model": target.model, "messages": wire}
-    tools = _render_tools(header, found)
+        wire = [{"role": system_role(run.model, run.policy), "content": header.system}, *wire]
+    kwargs: dict[str, Any] = {"model": run.model, "messages": wire}
+    tools = run.tools(header, _function_tool)
     if tools:
         kwargs["tools"] = tools
-    for key, value in sampling.items():
-        if key not in _HISTORY_KEYS:
-            kwargs[key] = value
-    if warnings is not None:
-        warnings.extend(found)
-    return split_create_kwargs(kwargs, _accepted())
+    run.add_settings(kwargs, _HISTORY_KEYS)
+    return run.finish(kwargs, _accepted(), warnings)
 
 
-def _render_group(
-    group: Group, *, target: Provenance, policy: RenderPolicy
-) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    if group.assistant is not None:
-        assistant = _assistant_message(group.assistant, target, policy, group.warnings)
-        if assistant is not None:
-            out.append(assistant)
-    moved: list[dict[str, Any]] = []
-    for result in group.results:
-        tool_message, media = _tool_message(result, group.warnings)
-        out.append(tool_message)
-        moved.extend(media)
-    if moved:  # rule 9: after every tool message of the window, never between them
-        out.append({"role": "user", "content": moved})
-    for user in group.users:
-        content = _user_content(user.content, group.warnings)
-        if content:
-            out.append({"role": "user", "content": content})
-        else:
-            group.warnings.append(
-                warning("empty_message", f"user message at seq {user.seq} has no content; dropped")
-            )
-    return out
+class _GroupRenderer:
+    """Renders the groups of one request: Chat's wire shapes and rules 7 and 9.
 
+    Text, tool calls and a tool result of one text are built inline; whether a
+    provenance is the target's own origin is worked out once per provenance.
+    """
 
-def _assistant_message(
-    message: AssistantMessage,
-    target: Provenance,
-    policy: RenderPolicy,
-    warnings: list[WarningEvent],
-) -> dict[str, Any] | None:
-    texts: list[str] = []
-    refusals: list[str] = []
-    reasoning: list[str] = []
-    calls: list[dict[str, Any]] = []
-    native = same_origin(message.provenance, target)
-    for part in message.content:
-        if isinstance(part, TextPart):
-            if not is_blank(part.text):
-                texts.append(part.text)
-        elif isinstance(part, RefusalPart):
-            (refusals if native else texts).append(part.text)
-        elif isinstance(part, ThinkingPart):
-            if same_origin(reasoning_origin(part, message), target) and part.text:
-                if policy.chat_reasoning_content:
-                    reasoning.append(part.text)
-                continue
-            text = foreign_reasoning_text(part, policy)
-            warnings.append(
-                warning(
-                    "reasoning_dropped" if text is None else "reasoning_as_text",
-                    "reasoning from another provider/api/model "
-                    + ("dropped" if text is None else "sent as text"),
+    __slots__ = ("origins", "policy", "target")
+
+    def __init__(self, target: Provenance, policy: RenderPolicy) -> None:
+        self.target = target
+        self.policy = policy
+        self.origins: dict[Provenance | None, bool] = {}
+
+    def native(self, provenance: Provenance | None) -> bool:
+        known = self.origins.get(provenance)
+        if known is None:
+            known = self.origins[provenance] = same_origin(provenance, self.target)
+        return known
+
+    def __call__(self, group: Group, out: list[dict[str, Any]]) -> None:
+        warnings = group.warnings
+        if group.assistant is not None:
+            assistant = self.assistant_message(group.assistant, warnings)
+            if assistant is not None:
+                out.append(assistant)
+        moved: list[dict[str, Any]] = []
+        for result in group.results:
+            out.append(_tool_message(result, moved, warnings))
+        if moved:  # rule 9: after every tool message of the window, never between them
+            out.append({"role": "user", "content": moved})
+        for user in group.users:
+            content = lone_text_or_parts(user.content, _user_part, warnings)
+            if content:
+                out.append({"role": "user", "content": content})
+            else:
+                warnings.append(
+                    warning(
+                        "empty_message", f"user message at seq {user.seq} has no content; dropped"
+                    )
                 )
+
+    def assistant_message(
+        self, message: AssistantMessage, warnings: list[WarningEvent]
+    ) -> dict[str, Any] | None:
+        texts: list[str] = []
+        refusals: list[str] = []
+        reasoning: list[str] = []
+        calls: list[dict[str, Any]] = []
+        for part in message.content:
+            if isinstance(part, ToolCallPart):
+                calls.append(_tool_call(part))
+            elif isinstance(part, TextPart):
+                if not is_blank(part.text):
+                    texts.append(part.text)
+            else:
+                self.other_part(part, message, texts, refusals, reasoning, warnings)
+        if not (texts or refusals or calls):
+            return None
+        rendered: dict[str, Any] = {"role": "assistant"}
+        if texts:
+            rendered["content"] = texts[0] if len(texts) == 1 else "\n\n".join(texts)
+        if refusals:
+            rendered["refusal"] = "\n\n".join(refusals)
+        if reasoning:
+            rendered["reasoning_content"] = "\n\n".join(reasoning)
+        if calls:
+            rendered["tool_calls"] = calls
+        return rendered
+
+    def other_part(
+        self,
+        part: RefusalPart | ThinkingPart | ServerToolCallPart | ServerToolResultPart | ImagePart,
+        message: AssistantMessage,
+        texts: list[str],
+        refusals: list[str],
+        reasoning: list[str],
+        warnings: list[WarningEvent],
+    ) -> None:
+        """Everything but text and tool calls, into the message's text / refusal /
+        reasoning lists (or dropped, with a warning)."""
+        if isinstance(part, RefusalPart):
+            (refusals if self.native(message.provenance) else texts).append(part.text)
+        elif isinstance(part, ThinkingPart):
+            if self.native(reasoning_origin(part, message)) and part.text:
+                if self.policy.chat_reasoning_content:
+                    reasoning.append(part.text)
+                return
+            text = foreign_reasoning(
+                part, message, self.target, self.policy, warnings, "Chat takes no opaque reasoning"
             )
             if text is not None:
                 texts.append(text)
-        elif isinstance(part, ToolCallPart):
-            calls.append(_tool_call(part))
         elif isinstance(part, ServerToolCallPart | ServerToolResultPart | ImagePart):
             warnings.append(
                 warning(
@@ -207,22 +234,10 @@ def _assistant_message(
             )
         else:
             assert_never(part)
-    if not (texts or refusals or calls):
-        return None
-    rendered: dict[str, Any] = {"role": "assistant"}
-    if texts:
-        rendered["content"] = "\n\n".join(texts)
-    if refusals:
-        rendered["refusal"] = "\n\n".join(refusals)
-    if reasoning:
-        rendered["reasoning_content"] = "\n\n".join(reasoning)
-    if calls:
-        rendered["tool_calls"] = calls
-    return rendered
 
 
 def _tool_call(part: ToolCallPart) -> dict[str, Any]:
-    call_id = map_tool_call_id(part.id, CHAT_TOOL_IDS)
+    call_id = _IDS.get(part.id) or map_tool_call_id(part.id, CHAT_TOOL_IDS)
     if part.kind == "custom":
         return {
             "id": call_id,
@@ -236,53 +251,48 @@ def _tool_call(part: ToolCallPart) -> dict[str, Any]:
     }
 
 
+def _error_text(text: str) -> str:
+    """A failed result's text behind :data:`TOOL_ERROR_MARKER` (see the module doc)."""
+    return f"{TOOL_ERROR_MARKER} {text}" if text else TOOL_ERROR_MARKER
+
+
 def _tool_message(
-    result: ToolMessage, warnings: list[WarningEvent]
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The tool message (text only) and the media moved out of it (rule 9)."""
-    call_id = map_tool_call_id(result.call_id, CHAT_TOOL_IDS)
-    if len(result.content) == 1 and type(result.content[0]) is TextPart:  # the common case
-        only = result.content[0].text
-        return {"role": "tool", "tool_call_id": call_id, "content": only}, []
-    texts = [p.text for p in result.content if isinstance(p, TextPart) and not is_blank(p.text)]
-    media: list[dict[str, Any]] = []
-    for part in result.content:
-        if isinstance(part, TextPart):
-            continue
-        rendered = _user_part(part, warnings)
-        if rendered is not None:
-            media.append(rendered)
+    result: ToolMessage, moved: list[dict[str, Any]], warnings: list[WarningEvent]
+) -> dict[str, Any]:
+    """The tool message (text only); its media go to ``moved`` (rule 9)."""
+    call_id = _IDS.get(result.call_id) or map_tool_call_id(result.call_id, CHAT_TOOL_IDS)
+    parts = result.content
+    if len(parts) == 1 and type(parts[0]) is TextPart:  # the common case
+        text = parts[0].text
+        content = _error_text(text) if result.is_error else text
+        return {"role": "tool", "tool_call_id": call_id, "content": content}
+    texts = [p.text for p in parts if isinstance(p, TextPart) and not is_blank(p.text)]
+    media = [
+        rendered
+        for part in parts
+        if not isinstance(part, TextPart) and (rendered := _user_part(part, warnings)) is not None
+    ]
     if media:
-        media.insert(0, {"type": "text", "text": f"Attachments of tool result {call_id}:"})
+        moved.append({"type": "text", "text": f"Attachments of tool result {call_id}:"})
+        moved.extend(media)
         texts.append("(attachments follow in the next user message)")
-    content: str | list[dict[str, Any]]
+    if result.is_error:
+        texts[:1] = [_error_text(texts[0] if texts else "")]
+    tool_content: str | list[dict[str, Any]]
     if len(texts) == 1:
-        content = texts[0]
+        tool_content = texts[0]
     elif texts:
-        content = [{"type": "text", "text": text} for text in texts]
+        tool_content = [{"type": "text", "text": text} for text in texts]
     else:
-        content = ""
-    return {"role": "tool", "tool_call_id": call_id, "content": content}, media
-
-
-def _user_content(
-    parts: Sequence[UserPart], warnings: list[WarningEvent]
-) -> str | list[dict[str, Any]]:
-    """A lone text part travels as a plain string, anything else as content parts.
-
-    Blank text parts are left out (rule 8 holds for every target)."""
-    parts = [p for p in parts if not (isinstance(p, TextPart) and is_blank(p.text))]
-    if len(parts) == 1 and isinstance(parts[0], TextPart):
-        return parts[0].text
-    rendered = [r for part in parts if (r := _user_part(part, warnings)) is not None]
-    return rendered
+        tool_content = ""
+    return {"role": "tool", "tool_call_id": call_id, "content": tool_content}
 
 
 def _user_part(part: UserPart, warnings: list[WarningEvent]) -> dict[str, Any] | None:
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text}
     if isinstance(part, ImagePart):
-        url = part.url or (data_url(part.media_type, part.data) if part.data else None)
+        url = image_url(part)
         if url is None:
             warnings.append(warning("image_dropped", "image without url or data for Chat"))
             return None
@@ -306,34 +316,18 @@ def _user_part(part: UserPart, warnings: list[WarningEvent]) -> dict[str, Any] |
     assert_never(part)
 
 
-def _render_tools(
-    header: RequestHeaderEvent | None, warnings: list[WarningEvent]
-) -> list[dict[str, Any]]:
-    if header is None:
-        return []
-    native_header = header.provider == PROVIDER and header.api == API
-    tools = []
-    for spec in header.tools:
-        if native_header and spec.native is not None:
-            tools.append(dict(spec.native))
-        elif spec.kind == "function":
-            function: dict[str, Any] = {
-                "name": spec.name,
-                "parameters": spec.input_schema or {"type": "object", "properties": {}},
-            }
-            if spec.description:
-                function["description"] = spec.description
-            tools.append({"type": "function", "function": function})
-        elif spec.kind == "custom":
-            tools.append({"type": "custom", "custom": {"name": spec.name}})
-        else:
-            warnings.append(
-                warning(
-                    "tool_dropped",
-                    f"provider tool {spec.name!r} has no Chat Completions equivalent",
-                )
-            )
-    return tools
+def _function_tool(spec: ToolSpec) -> dict[str, Any] | None:
+    if spec.kind == "function":
+        function: dict[str, Any] = {
+            "name": spec.name,
+            "parameters": spec.input_schema or {"type": "object", "properties": {}},
+        }
+        if spec.description:
+            function["description"] = spec.description
+        return {"type": "function", "function": function}
+    if spec.kind == "custom":
+        return {"type": "custom", "custom": {"name": spec.name}}
+    return None
 
 
 # ================================================================ parse
@@ -347,8 +341,7 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
     that allows them mid-history). Assistant content gets the provenance
     ``("openai", "chat", model)``.
     """
-    body = {**kwargs, **(kwargs.get("extra_body") or {})}
-    body.pop("extra_body", None)
+    body = request_body(kwargs)
     model = body.get("model")
     provenance = Provenance(provider=PROVIDER, api=API, model=model)
     history: list[dict[str, Any]] = list(body.get("messages") or [])
@@ -356,14 +349,14 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
     while history and history[0].get("role") in ("system", "developer"):
         system.append(_text_of(history.pop(0).get("content")))
     events: list[Event] = [
-        RequestHeaderEvent(
+        parse_header(
+            body,
             provider=PROVIDER,
             api=API,
-            model=model,
+            runtime=RUNTIME,
+            history_keys=_HISTORY_KEYS,
             system="\n\n".join(system) if system else None,
             tools=[_parse_tool(tool) for tool in body.get("tools") or []],
-            sampling={key: value for key, value in body.items() if key not in _HISTORY_KEYS},
-            source=_source("request"),
         )
     ]
     for index, message in enumerate(history):
@@ -371,8 +364,7 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
     return events
 
 
-def _source(native_type: str, model: str | None = None) -> Source:
-    return Source(runtime=RUNTIME, native_type=native_type, model=model)
+_source = functools.partial(source, RUNTIME)
 
 
 def _text_of(content: Any) -> str:
@@ -412,15 +404,7 @@ def _parse_message(message: dict[str, Any], provenance: Provenance, index: int) 
     if role == "assistant":
         return [_parse_assistant(message, provenance)]
     if role == "tool":
-        content = message.get("content")
-        texts = [content] if isinstance(content, str) else [_text_of([p]) for p in content or []]
-        return [
-            ToolResultEvent(
-                call_id=message["tool_call_id"],
-                content=[TextPart(text=text) for text in texts],
-                source=_source("tool"),
-            )
-        ]
+        return [_parse_tool_message(message)]
     return [
         NativeUnknownEvent(
             runtime=RUNTIME,
@@ -430,6 +414,23 @@ def _parse_message(message: dict[str, Any], provenance: Provenance, index: int) 
             source=_source(str(role)),
         )
     ]
+
+
+def _parse_tool_message(message: dict[str, Any]) -> ToolResultEvent:
+    """A ``tool`` message; a text opening with :data:`TOOL_ERROR_MARKER` is a failure."""
+    content = message.get("content")
+    texts = [content] if isinstance(content, str) else [_text_of([p]) for p in content or []]
+    failed = bool(texts) and (
+        texts[0] == TOOL_ERROR_MARKER or texts[0].startswith(TOOL_ERROR_MARKER + " ")
+    )
+    if failed:
+        texts[0] = texts[0][len(TOOL_ERROR_MARKER) + 1 :]
+    return ToolResultEvent(
+        call_id=message["tool_call_id"],
+        content=[TextPart(text=text) for text in texts],
+        is_error=failed,
+        source=_source("tool"),
+    )
 
 
 def _parse_user_content(content: Any) -> list[UserPart]:
@@ -500,18 +501,11 @@ def _parse_tool_call(call: dict[str, Any], provenance: Provenance) -> ToolCallPa
             provenance=provenance,
         )
     function = call.get("function") or {}
-    raw = function.get("arguments", "")
-    try:
-        arguments = json.loads(raw) if raw else {}
-    except json.JSONDecodeError:
-        return ToolCallPart(
-            id=call["id"], name=function.get("name", ""), arguments_raw=raw, provenance=provenance
-        )
-    compact = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
+    arguments, raw = parse_arguments(function.get("arguments", ""))
     return ToolCallPart(
         id=call["id"],
         name=function.get("name", ""),
         arguments=arguments,
-        arguments_raw=None if compact == raw else raw,
+        arguments_raw=raw,
         provenance=provenance,
     )

@@ -20,7 +20,6 @@ Universal Events. Responses-specific rules:
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Sequence
 from typing import Any, assert_never
 
@@ -29,27 +28,29 @@ from adapters._render import (
     Group,
     RenderCache,
     RenderPolicy,
+    RenderRun,
     create_parameters,
     data_url,
-    foreign_reasoning_text,
+    foreign_reasoning,
+    image_url,
     is_blank,
     json_arguments,
+    lone_text_or_parts,
     map_tool_call_id,
-    merged_sampling,
+    parse_arguments,
     parse_data_url,
+    parse_header,
     reasoning_origin,
-    render_history,
+    replayable_server_part,
+    request_body,
     same_origin,
-    split_create_kwargs,
-    target_provenance,
-    translate_sampling,
+    source,
     warning,
 )
 from universal_event.events import (
     AssistantMessageEvent,
     Event,
     RequestHeaderEvent,
-    Source,
     ToolResultEvent,
     ToolSpec,
     UserMessageEvent,
@@ -79,6 +80,7 @@ API = "responses"
 RUNTIME = "openai-responses-request"
 _HISTORY_KEYS = frozenset({"input", "instructions", "tools", "model"})
 _USER_ROLES = ("user", "system", "developer")
+_IDS = RESPONSES_TOOL_IDS.memo  # tool-call ids already mapped (rule 5)
 
 
 @functools.cache
@@ -100,136 +102,115 @@ def render_request(
     cache: RenderCache | None = None,
 ) -> dict[str, Any]:
     """The ``responses.create`` keyword arguments for this history and header."""
-    policy = policy or RenderPolicy()
-    target = target_provenance(PROVIDER, API, header, policy)
-    found: list[WarningEvent] = []
-    sampling, dropped = translate_sampling(
-        merged_sampling(header), header.api if header is not None else API, API
-    )
-    found.extend(dropped)
-    stored = sampling.get("store") is not False
-    wire, history_warnings = render_history(
-        messages,
-        functools.partial(_render_group, target=target, policy=policy, stored=stored),
-        policy,
-        cache=cache,
-        cache_key=(PROVIDER, API, target.model, policy, stored),
-    )
-    found.extend(history_warnings)
-    kwargs: dict[str, Any] = {"model": target.model, "input": wire}
+    run = RenderRun(PROVIDER, API, header, policy)
+    stored = run.sampling.get("store") is not False
+    wire = run.history(messages, _GroupRenderer(run.target, run.policy, stored), cache, stored)
+    kwargs: dict[str, Any] = {"model": run.model, "input": wire}
     if header is not None and header.system is not None:
         kwargs["instructions"] = header.system
-    tools = _render_tools(header, found)
+    tools = run.tools(header, _function_tool)
     if tools:
         kwargs["tools"] = tools
-    for key, value in sampling.items():
-        if key not in _HISTORY_KEYS:
-            kwargs[key] = value
-    if warnings is not None:
-        warnings.extend(found)
-    return split_create_kwargs(kwargs, _accepted())
+    run.add_settings(kwargs, _HISTORY_KEYS)
+    return run.finish(kwargs, _accepted(), warnings)
 
 
-def _render_group(
-    group: Group, *, target: Provenance, policy: RenderPolicy, stored: bool
-) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    if group.assistant is not None:
-        out.extend(_assistant_items(group.assistant, target, policy, stored, group.warnings))
-    for result in group.results:
-        call = group.call(result.call_id)
-        custom = call is not None and call.kind == "custom"
-        out.append(
-            {
-                "type": "custom_tool_call_output" if custom else "function_call_output",
-                "call_id": map_tool_call_id(result.call_id, RESPONSES_TOOL_IDS),
-                "output": _output(result, group.warnings),
-            }
-        )
-    for user in group.users:
-        content = _user_content(user.content, group.warnings)
-        if content:
-            out.append({"role": "user", "content": content})
-    return out
+class _GroupRenderer:
+    """Renders the groups of one request: Responses items and rules 4 and 5.
 
+    An assistant message without reasoning (the common case) needs no pairing
+    analysis; its text and tool calls are built inline. Whether a provenance is the
+    target's own origin is worked out once per provenance.
+    """
 
-def _replayable(
-    part: ThinkingPart,
-    message: AssistantMessage,
-    index: int,
-    target: Provenance,
-    stored: bool,
-) -> bool:
-    """Rule 4: same origin, an ``rs_`` id, a following item, and encrypted content
-    unless the API keeps the items (``store`` not false)."""
-    if not same_origin(reasoning_origin(part, message), target) or not part.id:
-        return False
-    if part.encrypted_content is None and not stored:
-        return False
-    return any(not isinstance(later, ThinkingPart) for later in message.content[index + 1 :])
+    __slots__ = ("origins", "policy", "stored", "target")
 
+    def __init__(self, target: Provenance, policy: RenderPolicy, stored: bool) -> None:
+        self.target = target
+        self.policy = policy
+        self.stored = stored
+        self.origins: dict[Provenance | None, bool] = {}
 
-def _assistant_items(
-    message: AssistantMessage,
-    target: Provenance,
-    policy: RenderPolicy,
-    stored: bool,
-    warnings: list[WarningEvent],
-) -> list[dict[str, Any]]:
-    native = same_origin(message.provenance, target)
-    replay = [
-        isinstance(part, ThinkingPart) and _replayable(part, message, index, target, stored)
-        for index, part in enumerate(message.content)
-    ]
-    keep_ids = native and all(
-        flag or not isinstance(part, ThinkingPart)
-        for flag, part in zip(replay, message.content, strict=True)
-    )
-    items: list[dict[str, Any]] = []
-    for part, replayed in zip(message.content, replay, strict=True):
-        if isinstance(part, TextPart | RefusalPart):
-            _add_text(items, part, native, keep_ids)
-        elif isinstance(part, ThinkingPart):
-            if replayed:
-                items.append(_reasoning_item(part))
-                continue
-            text = foreign_reasoning_text(part, policy)
-            warnings.append(
-                warning(
-                    "reasoning_dropped" if text is None else "reasoning_as_text",
-                    "reasoning not replayable to "
-                    f"{target.provider}/{target.api}/{target.model} "
-                    "(other origin, no rs_ id, no following item, or store=false without "
-                    "encrypted_content) " + ("dropped" if text is None else "sent as text"),
-                )
+    def native(self, provenance: Provenance | None) -> bool:
+        known = self.origins.get(provenance)
+        if known is None:
+            known = self.origins[provenance] = same_origin(provenance, self.target)
+        return known
+
+    def __call__(self, group: Group, out: list[dict[str, Any]]) -> None:
+        warnings = group.warnings
+        if group.assistant is not None:
+            self.assistant_items(group.assistant, out, warnings)
+        for result in group.results:
+            call = group.calls.get(result.call_id)
+            out.append(
+                {
+                    "type": "custom_tool_call_output"
+                    if call is not None and call.kind == "custom"
+                    else "function_call_output",
+                    "call_id": _IDS.get(result.call_id)
+                    or map_tool_call_id(result.call_id, RESPONSES_TOOL_IDS),
+                    "output": _output(result, warnings),
+                }
             )
-            if text is not None:
-                items.append({"role": "assistant", "content": text})
-        elif isinstance(part, ToolCallPart):
-            items.append(_call_item(part, keep_ids))
-        elif isinstance(part, ServerToolCallPart | ServerToolResultPart):
-            origin = part.provenance or message.provenance
-            if origin is not None and origin.provider == PROVIDER and origin.api == API:
-                items.append(_replay_item(part.native))
-            else:
-                warnings.append(
-                    warning("server_tool_dropped", f"{type(part).__name__} of another provider")
+        for user in group.users:
+            content = lone_text_or_parts(user.content, _input_part, warnings)
+            if content:
+                out.append({"role": "user", "content": content})
+
+    def replayable(self, part: ThinkingPart, message: AssistantMessage, index: int) -> bool:
+        """Rule 4: same origin, an ``rs_`` id, a following item, and encrypted content
+        unless the API keeps the items (``store`` not false)."""
+        if not self.native(reasoning_origin(part, message)) or not part.id:
+            return False
+        if part.encrypted_content is None and not self.stored:
+            return False
+        return any(not isinstance(later, ThinkingPart) for later in message.content[index + 1 :])
+
+    def assistant_items(
+        self, message: AssistantMessage, items: list[dict[str, Any]], warnings: list[WarningEvent]
+    ) -> None:
+        replay: dict[int, bool] = {}  # per reasoning part: replayed natively?
+        for index, part in enumerate(message.content):
+            if isinstance(part, ThinkingPart):
+                replay[index] = self.replayable(part, message, index)
+        # rule 4: fc_ / msg_ ids go back only to their origin, with all its reasoning
+        keep_ids = self.native(message.provenance) and all(replay.values())
+        for index, part in enumerate(message.content):
+            if isinstance(part, ToolCallPart):
+                items.append(_call_item(part, keep_ids))
+            elif isinstance(part, TextPart | RefusalPart):
+                _add_text(items, part, keep_ids)
+            elif isinstance(part, ThinkingPart):
+                if replay[index]:
+                    items.append(_reasoning_item(part))
+                    continue
+                text = foreign_reasoning(
+                    part,
+                    message,
+                    self.target,
+                    self.policy,
+                    warnings,
+                    "other origin, no rs_ id, no following item, or store=false without "
+                    "encrypted_content",
                 )
-        elif isinstance(part, ImagePart):
-            warnings.append(warning("image_dropped", "no images in Responses assistant items"))
-        else:
-            assert_never(part)
-    return items
+                if text is not None:
+                    items.append({"role": "assistant", "content": text})
+            elif isinstance(part, ServerToolCallPart | ServerToolResultPart):
+                if replayable_server_part(part, message, self.target, warnings):
+                    items.append(_replay_item(part.native))
+            elif isinstance(part, ImagePart):
+                warnings.append(warning("image_dropped", "no images in Responses assistant items"))
+            else:
+                assert_never(part)
 
 
-def _add_text(
-    items: list[dict[str, Any]], part: TextPart | RefusalPart, native: bool, keep_ids: bool
-) -> None:
-    """Text joins its ``msg_`` output message when replayed natively, else is an easy
-    assistant message of its own."""
+def _add_text(items: list[dict[str, Any]], part: TextPart | RefusalPart, keep_ids: bool) -> None:
+    """Text joins its ``msg_`` output message when replayed natively (``keep_ids``),
+    else is an easy assistant message of its own."""
     if is_blank(part.text):
         return
-    item_id = part.item_id if keep_ids and native else None
+    item_id = part.item_id if keep_ids else None
     if item_id is None:
         items.append({"role": "assistant", "content": part.text})
         return
@@ -280,7 +261,7 @@ def _reasoning_item(part: ThinkingPart) -> dict[str, Any]:
 
 
 def _call_item(part: ToolCallPart, keep_ids: bool) -> dict[str, Any]:
-    call_id = map_tool_call_id(part.id, RESPONSES_TOOL_IDS)
+    call_id = _IDS.get(part.id) or map_tool_call_id(part.id, RESPONSES_TOOL_IDS)
     item: dict[str, Any]
     if part.kind == "custom":
         item = {
@@ -302,20 +283,11 @@ def _call_item(part: ToolCallPart, keep_ids: bool) -> dict[str, Any]:
 
 
 def _output(result: ToolMessage, warnings: list[WarningEvent]) -> str | list[dict[str, Any]]:
-    if not result.content:
-        return ""
-    only = result.content[0]
-    if len(result.content) == 1 and isinstance(only, TextPart):
-        return only.text
-    return [r for part in result.content if (r := _input_part(part, warnings)) is not None]
-
-
-def _user_content(
-    parts: Sequence[UserPart], warnings: list[WarningEvent]
-) -> str | list[dict[str, Any]]:
-    parts = [p for p in parts if not (isinstance(p, TextPart) and is_blank(p.text))]  # rule 8
-    if len(parts) == 1 and isinstance(parts[0], TextPart):
+    parts = result.content
+    if len(parts) == 1 and type(parts[0]) is TextPart:  # the common case
         return parts[0].text
+    if not parts:
+        return ""
     return [r for part in parts if (r := _input_part(part, warnings)) is not None]
 
 
@@ -324,12 +296,11 @@ def _input_part(part: ResultPart, warnings: list[WarningEvent]) -> dict[str, Any
         return {"type": "input_text", "text": part.text}
     if isinstance(part, ImagePart):
         image: dict[str, Any] = {"type": "input_image", "detail": part.detail or "auto"}
+        url = image_url(part) if part.file_id is None else None
         if part.file_id is not None:
             image["file_id"] = part.file_id
-        elif part.url is not None:
-            image["image_url"] = part.url
-        elif part.data is not None:
-            image["image_url"] = data_url(part.media_type, part.data)
+        elif url is not None:
+            image["image_url"] = url
         else:
             warnings.append(warning("image_dropped", "image without url, data or file id"))
             return None
@@ -349,34 +320,19 @@ def _input_part(part: ResultPart, warnings: list[WarningEvent]) -> dict[str, Any
     assert_never(part)
 
 
-def _render_tools(
-    header: RequestHeaderEvent | None, warnings: list[WarningEvent]
-) -> list[dict[str, Any]]:
-    if header is None:
-        return []
-    native_header = header.provider == PROVIDER and header.api == API
-    tools = []
-    for spec in header.tools:
-        if native_header and spec.native is not None:
-            tools.append(dict(spec.native))
-        elif spec.kind == "function":
-            tools.append(
-                {
-                    "type": "function",
-                    "name": spec.name,
-                    "description": spec.description,
-                    "parameters": spec.input_schema or {"type": "object", "properties": {}},
-                    # schemas written for other providers are rarely strict-mode valid
-                    "strict": False,
-                }
-            )
-        elif spec.kind == "custom":
-            tools.append({"type": "custom", "name": spec.name, "description": spec.description})
-        else:
-            warnings.append(
-                warning("tool_dropped", f"provider tool {spec.name!r} has no Responses form")
-            )
-    return tools
+def _function_tool(spec: ToolSpec) -> dict[str, Any] | None:
+    if spec.kind == "function":
+        return {
+            "type": "function",
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.input_schema or {"type": "object", "properties": {}},
+            # schemas written for other providers are rarely strict-mode valid
+            "strict": False,
+        }
+    if spec.kind == "custom":
+        return {"type": "custom", "name": spec.name, "description": spec.description}
+    return None
 
 
 # ================================================================ parse
@@ -390,19 +346,18 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
     or a tool output closes it. Server-tool and other provider items are kept whole as
     :class:`ServerToolCallPart` for a same-provider replay.
     """
-    body = {**kwargs, **(kwargs.get("extra_body") or {})}
-    body.pop("extra_body", None)
+    body = request_body(kwargs)
     model = body.get("model")
     provenance = Provenance(provider=PROVIDER, api=API, model=model)
     events: list[Event] = [
-        RequestHeaderEvent(
+        parse_header(
+            body,
             provider=PROVIDER,
             api=API,
-            model=model,
+            runtime=RUNTIME,
+            history_keys=_HISTORY_KEYS,
             system=body.get("instructions"),
             tools=[_parse_tool(tool) for tool in body.get("tools") or []],
-            sampling={key: value for key, value in body.items() if key not in _HISTORY_KEYS},
-            source=_source("request"),
         )
     ]
     raw = body.get("input")
@@ -447,8 +402,7 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
     return events
 
 
-def _source(native_type: str, model: str | None = None) -> Source:
-    return Source(runtime=RUNTIME, native_type=native_type, model=model)
+_source = functools.partial(source, RUNTIME)
 
 
 def _parse_tool(tool: dict[str, Any]) -> ToolSpec:
@@ -500,22 +454,13 @@ def _parse_output_item(item: dict[str, Any], provenance: Provenance) -> list[Ass
             )
         ]
     if kind == "function_call":
-        raw = item.get("arguments", "")
-        try:
-            arguments = json.loads(raw) if raw else {}
-        except json.JSONDecodeError:
-            arguments = None
-        compact = (
-            json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
-            if arguments is not None
-            else None
-        )
+        arguments, raw = parse_arguments(item.get("arguments", ""))
         return [
             ToolCallPart(
                 id=item["call_id"],
                 name=item.get("name", ""),
                 arguments=arguments,
-                arguments_raw=None if compact == raw else raw,
+                arguments_raw=raw,
                 item_id=item.get("id"),
                 provenance=provenance,
             )

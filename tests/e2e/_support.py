@@ -14,6 +14,7 @@ it puts before a command's output (``Chunk ID… Wall time… Output:\\n``).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -63,28 +64,27 @@ def _walk(value: Any) -> Any:
     return value
 
 
+@functools.cache
+def _adapter(target: str) -> TypeAdapter[Any]:
+    """One adapter per type, kept alive: pydantic's lazy iterators refer to the adapter's
+    definitions and panic when walked after it was collected."""
+    if target == "anthropic":
+        from anthropic.types import MessageParam
+
+        return TypeAdapter(list[MessageParam])
+    from openai.types.responses import ResponseInputParam
+
+    return TypeAdapter(ResponseInputParam)
+
+
 def validate_anthropic_messages(messages: list[dict[str, Any]]) -> None:
     """Raise unless ``messages`` are valid ``anthropic`` MessageParams, deeply."""
-    from anthropic.types import MessageParam
-
-    _walk(TypeAdapter(list[MessageParam]).validate_python(messages))
+    _walk(_adapter("anthropic").validate_python(messages))
 
 
 def validate_responses_input(items: list[dict[str, Any]]) -> None:
     """Raise unless ``items`` are a valid OpenAI Responses ``input``, deeply."""
-    from openai.types.responses import ResponseInputParam
-
-    _walk(TypeAdapter(ResponseInputParam).validate_python(items))
-
-
-def test_validators_reject_bad_blocks() -> None:
-    """The validators can fail: a bogus block or a tool_use without input is refused."""
-    with pytest.raises(ValueError):
-        validate_anthropic_messages(
-            [{"role": "assistant", "content": [{"type": "tool_use", "id": "x", "name": "y"}]}]
-        )
-    with pytest.raises(ValueError):
-        validate_responses_input([{"type": "function_call", "call_id": "c", "name": "n"}])
+    _walk(_adapter("responses").validate_python(items))
 
 
 # ---------------------------------------------------------------- what the server sent
@@ -110,7 +110,9 @@ def anthropic_sent_blocks(request: RecordedRequest) -> tuple[str, list[dict[str,
             elif delta["type"] == "text_delta":
                 block["text"] += delta["text"]
             elif delta["type"] == "input_json_delta":
-                arguments[event["index"]] = arguments.get(event["index"], "") + delta["partial_json"]
+                arguments[event["index"]] = (
+                    arguments.get(event["index"], "") + delta["partial_json"]
+                )
     for index, text in arguments.items():
         blocks[index]["input"] = json.loads(text or "{}")
     return message_id, blocks
@@ -187,8 +189,10 @@ def claude_sent_results(request: RecordedRequest) -> dict[str, tuple[str, bool]]
     for block in request.body["messages"][-1]["content"]:
         if block.get("type") == "tool_result":
             content = block["content"]
-            text = content if isinstance(content, str) else "".join(
-                part.get("text", "") for part in content
+            text = (
+                content
+                if isinstance(content, str)
+                else "".join(part.get("text", "") for part in content)
             )
             text = text.split("<system-reminder>", 1)[0].rstrip("\n")
             out[block["tool_use_id"]] = (text, bool(block.get("is_error")))
@@ -274,8 +278,10 @@ def responses_skeleton(body: dict[str, Any]) -> list[Entry]:
             if item["role"] not in ("user", "assistant"):
                 continue  # Codex's developer messages
             content = item["content"]
-            text = content if isinstance(content, str) else "".join(
-                part.get("text", "") for part in content
+            text = (
+                content
+                if isinstance(content, str)
+                else "".join(part.get("text", "") for part in content)
             )
             if item["role"] == "user" and text.startswith("<"):
                 continue  # <environment_context>, skills

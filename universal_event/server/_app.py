@@ -32,22 +32,22 @@ import anyio.to_thread
 import msgspec
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from universal_event.errors import DecodeError, RenderError, SessionNotFoundError
-from universal_event.events import EVENT_TYPES, Event
+from universal_event.events import EVENT_TYPES
 from universal_event.server._auth import Right, Tokens
-from universal_event.server._hub import ClientBuffer, Hub
+from universal_event.server._hub import Hub
 from universal_event.server._ingest import BadInput, Limits, parse_body
+from universal_event.server._stream import EventStream
 from universal_event.server._writer import SessionWriters
-from universal_event.sse import KEEPALIVE, encode_events, encode_retry, resume_after
+from universal_event.sse import resume_after
 from universal_event.stores import Store
 
 __all__ = ["create_app"]
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$")
-_BACKLOG_PAGE = 1000
 _RENDER_MODULES = {
     "anthropic": "adapters.anthropic",
     "openai-chat": "adapters.openai_chat",
@@ -82,7 +82,12 @@ class _ControlPlane:
         self.tokens = tokens
         self.limits = limits
         self.keepalive = keepalive
-        self.hub = Hub(store, client_buffer=limits.client_buffer_events, tail_timeout=tail_timeout)
+        self.hub = Hub(
+            store,
+            client_buffer=limits.client_buffer_events,
+            tail_timeout=tail_timeout,
+            keepalive=keepalive,
+        )
         self.writers = SessionWriters(store)
         self.session_locks: dict[str, asyncio.Lock] = {}
 
@@ -178,71 +183,13 @@ class _ControlPlane:
         except DecodeError as exc:
             return _error(400, "bad_resume_position", str(exc))
         follow = request.query_params.get("follow", "1") not in ("0", "false", "no")
-        return StreamingResponse(
-            self._stream(session_id, after, follow),
-            media_type="text/event-stream",
+        return EventStream(
+            hub=self.hub,
+            session_id=session_id,
+            after=after,
+            follow=follow,
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
-
-    async def _backlog(self, session_id: str, cursor: int) -> AsyncIterator[tuple[int, bytes]]:
-        """Stored events after ``cursor``, page by page: ``(last seq, frames)``."""
-        while True:
-            page: list[Event] = await anyio.to_thread.run_sync(
-                _read_page, self.store, session_id, cursor + 1, cursor + 1 + _BACKLOG_PAGE
-            )
-            if not page:
-                return
-            if page[0].seq != cursor + 1:
-                raise RuntimeError(f"session {session_id!r}: store skipped seq {cursor + 1}")
-            cursor = page[-1].seq
-            yield cursor, encode_events(page)
-            if len(page) < _BACKLOG_PAGE:
-                return
-
-    async def _stream(self, session_id: str, after: int, follow: bool) -> AsyncIterator[bytes]:
-        yield encode_retry(1000)
-        cursor = after
-        async for last, frames in self._backlog(session_id, cursor):
-            cursor = last
-            yield frames
-        if not follow:
-            return
-        feed, buffer = self.hub.subscribe(session_id)
-        try:
-            # Whatever was stored between the backlog and subscribing.
-            async for last, frames in self._backlog(session_id, cursor):
-                cursor = last
-                yield frames
-            async for frames in self._live(session_id, buffer, cursor):
-                yield frames
-        finally:
-            self.hub.unsubscribe(feed, buffer)
-
-    async def _live(
-        self, session_id: str, buffer: ClientBuffer, cursor: int
-    ) -> AsyncIterator[bytes]:
-        while True:
-            frames = await buffer.take(self.keepalive)
-            if buffer.overflowed:
-                return  # the client resumes from its Last-Event-ID
-            if not frames:
-                yield KEEPALIVE
-                continue
-            out: list[bytes] = []
-            for seq, frame in frames:
-                if seq <= cursor:
-                    continue
-                if seq > cursor + 1:  # published before we caught up: fill from the store
-                    missing: list[Event] = await anyio.to_thread.run_sync(
-                        _read_page, self.store, session_id, cursor + 1, seq
-                    )
-                    if [event.seq for event in missing] != list(range(cursor + 1, seq)):
-                        return  # cannot fill in order: end the stream, the client resumes
-                    out.append(encode_events(missing))
-                out.append(frame)
-                cursor = seq
-            if out:
-                yield b"".join(out)
 
     async def get_messages(self, request: Request) -> Response:
         session_id, refused = self._session(request, "read")
@@ -301,10 +248,6 @@ class _ControlPlane:
 
     async def healthz(self, request: Request) -> Response:
         return _Json({"ok": True, "overflow_disconnects": self.hub.overflow_disconnects})
-
-
-def _read_page(store: Store, session_id: str, start: int, end: int) -> list[Event]:
-    return list(store.read(session_id, start, end))
 
 
 def _open_log(store: Store, session_id: str) -> Any:

@@ -3,12 +3,20 @@ slow the producer.
 
 The store is the source of truth. Per watched session one :class:`SessionFeed`
 "pump" task waits in ``store.tail`` (in a worker thread: stores are synchronous) for
-events after the last seq it published, encodes each event to its SSE frame *once*,
-and hands the frames to every subscriber's :class:`ClientBuffer`. ``store.tail`` wakes
-on appends in this process and, for PostgreSQL, on LISTEN/NOTIFY from other processes
-(SQLite and JSONL poll), so a client on process B sees what was appended through A.
-Appends made through this process are also published directly after they are stored
-(:meth:`Hub.published_locally`), so local clients do not wait for the tail to return.
+events after the last seq it published. ``store.tail`` wakes on appends in this process
+and, for PostgreSQL, on LISTEN/NOTIFY from other processes (SQLite and JSONL poll), so
+a client on process B sees what was appended through A. Appends made through this
+process are also published directly by the appending coroutine after they are stored
+(:meth:`Hub.published_locally`), so local clients wait for no thread and no tail.
+
+Encode once, share the bytes. A publish turns its events into one :class:`Chunk`: the
+SSE frames joined into one ``bytes`` object, plus where each frame starts. Every
+subscriber's :class:`ClientBuffer` queues a reference to that same chunk; no client
+encodes, copies or re-joins anything unless it must cut a chunk it partly had already.
+
+Coalescing without waiting. A client's sender drains *everything* queued when it runs
+and writes it as one piece; it never waits for more to arrive. Under load (a sender
+that is behind, a producer that is ahead) several chunks go out in one write.
 
 Each feed publishes strictly contiguous seqs; whatever arrives twice (local publish
 and tail) or out of turn is dropped there and delivered by the other path.
@@ -16,6 +24,10 @@ and tail) or out of turn is dropped there and delivered by the other path.
 Slow clients: publishing never awaits a client. A buffer that would exceed its bound
 is marked overflowed and its client's response ends; the client reconnects with
 ``Last-Event-ID`` and reads what it missed from the store.
+
+Keepalive: one ticker per hub (not one timer per wait, which cost a timer-heap
+insert and cancel per client per publish) marks a buffer that saw nothing for a whole
+tick; its sender then writes a comment frame.
 """
 
 from __future__ import annotations
@@ -34,46 +46,129 @@ from universal_event.events import Event, EventBase
 from universal_event.sse import encode_event
 from universal_event.stores import Store
 
-__all__ = ["ClientBuffer", "Frame", "Hub", "SessionFeed"]
+__all__ = ["Chunk", "ClientBuffer", "Hub", "SessionFeed", "make_chunk"]
 
 logger = logging.getLogger("universal_event.server")
 
-Frame = tuple[int, bytes]
-"""``(seq, encoded SSE frame)``."""
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """Consecutive SSE frames, encoded once and shared by every client's buffer."""
+
+    first_seq: int
+    data: bytes
+    starts: tuple[int, ...]
+    """Offset of each frame in ``data`` (``starts[0] == 0``)."""
+
+    @property
+    def last_seq(self) -> int:
+        return self.first_seq + len(self.starts) - 1
+
+    @property
+    def count(self) -> int:
+        return len(self.starts)
+
+    def after(self, seq: int) -> bytes:
+        """The frames of seqs greater than ``seq`` (all of them when ``seq`` is before)."""
+        if seq < self.first_seq:
+            return self.data
+        if seq >= self.last_seq:
+            return b""
+        return self.data[self.starts[seq + 1 - self.first_seq] :]
+
+
+def make_chunk(events: Sequence[EventBase]) -> Chunk:
+    """One chunk of consecutive logged events (``seq`` assigned, contiguous)."""
+    frames = [encode_event(event) for event in events]
+    starts: list[int] = []
+    offset = 0
+    for frame in frames:
+        starts.append(offset)
+        offset += len(frame)
+    return Chunk(events[0].seq, b"".join(frames), tuple(starts))
 
 
 class ClientBuffer:
-    """A bounded queue of frames for one client; never blocks the publisher."""
+    """The chunks queued for one client; never blocks the publisher.
+
+    ``capacity`` counts events. ``push`` wakes the client's sender if it waits;
+    ``drain`` takes everything queued at once (the sender's coalescing point).
+    """
+
+    __slots__ = (
+        "_active",
+        "_chunks",
+        "_queued",
+        "_waiter",
+        "capacity",
+        "closed",
+        "keepalive_due",
+        "overflowed",
+    )
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.overflowed = False
-        self._frames: deque[Frame] = deque()
-        self._ready = asyncio.Event()
+        self.closed = False
+        """The client went away (or the server is stopping): the sender ends."""
+        self.keepalive_due = False
+        self._chunks: deque[Chunk] = deque()
+        self._queued = 0
+        self._active = False
+        self._waiter: asyncio.Future[None] | None = None
 
-    def push(self, frames: Sequence[Frame]) -> None:
-        """Queue ``frames``; on overflow drop them all and mark the client for disconnect."""
+    @property
+    def ended(self) -> bool:
+        return self.overflowed or self.closed
+
+    def push(self, chunk: Chunk) -> None:
+        """Queue ``chunk``; on overflow drop everything and mark the client for disconnect."""
         if self.overflowed:
             return
-        if len(self._frames) + len(frames) > self.capacity:
+        self._active = True
+        if self._queued + chunk.count > self.capacity:
             self.overflowed = True
-            self._frames.clear()
+            self._chunks.clear()
+            self._queued = 0
         else:
-            self._frames.extend(frames)
-        self._ready.set()
+            self._chunks.append(chunk)
+            self._queued += chunk.count
+        self._wake()
 
-    async def take(self, timeout: float) -> list[Frame]:
-        """Everything queued (waits up to ``timeout`` for something); [] on timeout."""
-        if not self._frames and not self.overflowed:
-            # asyncio.timeout, not wait_for: no extra task per wait (this runs per batch
-            # per client, the hot path of fan-out)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout):
-                    await self._ready.wait()
-        self._ready.clear()
-        frames = list(self._frames)
-        self._frames.clear()
-        return frames
+    def close(self) -> None:
+        """End the client's stream (it disconnected, or the server stops)."""
+        self.closed = True
+        self._wake()
+
+    def tick(self) -> None:
+        """Called once per keepalive interval: a buffer idle since the last tick is due one."""
+        if not self._active and not self._chunks:
+            self.keepalive_due = True
+            self._wake()
+        self._active = False
+
+    async def wait(self) -> None:
+        """Until something is queued, a keepalive is due, or the stream must end."""
+        if self._chunks or self.keepalive_due or self.ended:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiter = waiter
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+
+    def drain(self) -> list[Chunk]:
+        """Everything queued, oldest first; the buffer is empty afterwards."""
+        chunks = list(self._chunks)
+        self._chunks.clear()
+        self._queued = 0
+        return chunks
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
 
 @dataclass
@@ -90,7 +185,7 @@ class SessionFeed:
 
     def publish(self, events: Sequence[EventBase]) -> None:
         """Hand the contiguous continuation of ``events`` to every subscriber."""
-        frames: list[Frame] = []
+        fresh: list[EventBase] = []
         for event in events:
             if event.seq != self.published + 1:
                 # Already published (the other path got there first), or a gap that
@@ -98,11 +193,12 @@ class SessionFeed:
                 if event.seq > self.published + 1:
                     break
                 continue
-            frames.append((event.seq, encode_event(event)))
+            fresh.append(event)
             self.published = event.seq
-        if frames:
-            for buffer in list(self.subscribers):
-                buffer.push(frames)
+        if fresh:
+            chunk = make_chunk(fresh)
+            for buffer in self.subscribers:
+                buffer.push(chunk)
 
     async def run(self) -> None:
         """Tail the store while anyone listens."""
@@ -129,26 +225,37 @@ class SessionFeed:
 class Hub:
     """All feeds of one app; created on startup, stopped on shutdown."""
 
-    def __init__(self, store: Store, *, client_buffer: int, tail_timeout: float = 1.0) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        client_buffer: int,
+        tail_timeout: float = 1.0,
+        keepalive: float = 15.0,
+    ) -> None:
         self.store = store
         self.client_buffer = client_buffer
         self.tail_timeout = tail_timeout
+        self.keepalive = keepalive
         # Tails block a worker thread each; keep them off the limiter request handlers use.
         self.tail_limiter = anyio.CapacityLimiter(1024)
         self._feeds: dict[str, SessionFeed] = {}
+        self._ticker: asyncio.Task[None] | None = None
         self.overflow_disconnects = 0
 
-    def subscribe(self, session_id: str) -> tuple[SessionFeed, ClientBuffer]:
-        """A new buffer that receives every frame the session's feed publishes from now on."""
+    def subscribe(self, session_id: str, buffer: ClientBuffer) -> SessionFeed:
+        """``buffer`` receives every chunk the session's feed publishes from now on."""
         feed = self._feeds.get(session_id)
         if feed is None:
             feed = SessionFeed(session_id, self.store, self.tail_timeout, self.tail_limiter)
             self._feeds[session_id] = feed
-        buffer = ClientBuffer(self.client_buffer)
         feed.subscribers.add(buffer)
+        loop = asyncio.get_running_loop()
         if feed.task is None or feed.task.done():
-            feed.task = asyncio.get_running_loop().create_task(self._pump(feed))
-        return feed, buffer
+            feed.task = loop.create_task(self._pump(feed))
+        if self._ticker is None or self._ticker.done():
+            self._ticker = loop.create_task(self._tick())
+        return feed
 
     def unsubscribe(self, feed: SessionFeed, buffer: ClientBuffer) -> None:
         """Forget a client; the feed stops tailing once nobody listens."""
@@ -169,9 +276,19 @@ class Hub:
             if not feed.subscribers and self._feeds.get(feed.session_id) is feed:
                 del self._feeds[feed.session_id]
 
+    async def _tick(self) -> None:
+        """Keepalive ticks for every subscriber, while there are any."""
+        while self._feeds:
+            await asyncio.sleep(self.keepalive)
+            for feed in list(self._feeds.values()):
+                for buffer in feed.subscribers:
+                    buffer.tick()
+
     async def stop(self) -> None:
-        """Cancel every pump (on shutdown)."""
+        """Cancel every pump and the ticker (on shutdown)."""
         tasks = [feed.task for feed in self._feeds.values() if feed.task is not None]
+        if self._ticker is not None:
+            tasks.append(self._ticker)
         for task in tasks:
             task.cancel()
         for task in tasks:

@@ -14,9 +14,14 @@ append inserts its rows and bumps one small metadata row.
 
 Concurrency: WAL lets readers run beside one writer. Every append runs in
 ``BEGIN IMMEDIATE`` (the database write lock is taken before the next-seq check), so
-two processes appending to one session serialise; the loser sees the moved count and
-gets :class:`ConflictError`. The primary key is the backstop: a duplicate seq can never
-be stored. ``synchronous=FULL`` (the default here) makes a returned append durable
+two processes appending to one session serialise. The check is one compare-and-set
+statement on the session row (``... WHERE event_count = expected``, an upsert for a
+first append); when it changes no row, the loser gets :class:`ConflictError`. The
+primary key is the backstop: a duplicate seq can never be stored.
+
+Reads fetch a page as one value (``group_concat`` of the payloads, with the row count
+and top seq) and decode it in one call; a page that does not check out is fetched and
+decoded again row by row, which names the damaged seq. ``synchronous=FULL`` (the default here) makes a returned append durable
 across power loss; ``synchronous="NORMAL"`` keeps it durable across process crashes.
 """
 
@@ -31,7 +36,6 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
-from universal_event.codec import encode
 from universal_event.errors import (
     ConflictError,
     CorruptEventError,
@@ -42,12 +46,15 @@ from universal_event.events import Event, EventBase
 from universal_event.stores._base import (
     READ_PAGE_SIZE,
     SessionInfo,
-    check_batch,
+    decode_page,
     decode_rows,
     encode_for,
+    encode_rows,
     event_type,
+    page_through,
     poll_tail,
     runtime_of,
+    session_info_of,
 )
 
 __all__ = ["SqliteStore"]
@@ -83,6 +90,30 @@ _MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
 SCHEMA_VERSION = _MIGRATIONS[-1][0]
 
 _INSERT_EVENT = "INSERT INTO events (session_id, seq, type, ts, payload) VALUES (?, ?, ?, ?, ?)"
+_CLAIM_NEW_SESSION = (
+    "INSERT INTO sessions (session_id, runtime, created, last_activity, event_count) "
+    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
+    "runtime = excluded.runtime, created = excluded.created, "
+    "last_activity = excluded.last_activity, event_count = excluded.event_count, "
+    "parent_id = NULL, fork_seq = NULL WHERE sessions.event_count = 0"
+)
+"""A first append's compare-and-set: creates the row (or takes over an empty one)."""
+_CLAIM_NEXT_SEQS = (
+    "UPDATE sessions SET event_count = event_count + ?, last_activity = ?, "
+    "runtime = COALESCE(runtime, ?) WHERE session_id = ? AND event_count = ?"
+)
+"""A later append's compare-and-set: changes no row when another writer got there first."""
+_READ_PAGE_JOINED = (
+    "SELECT count(*), max(seq), CAST(group_concat(payload, ',') AS BLOB) FROM events "
+    "WHERE session_id = ? AND seq >= ? AND seq < ?"
+)
+"""A page in one row: its size, its top seq and the payloads joined with commas.
+
+SQLite does not promise ``group_concat``'s order; it follows the primary-key scan, and
+:func:`decode_page` checks every seq, falling back to the row-by-row read otherwise."""
+_READ_PAGE_ROWS = (
+    "SELECT seq, payload FROM events WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq"
+)
 
 
 class SqliteStore:
@@ -159,27 +190,25 @@ class SqliteStore:
     # ------------------------------------------------------------------ writes
 
     def append(self, session_id: str, events: Sequence[EventBase], *, expected_seq: int) -> None:
-        check_batch(session_id, events, expected_seq)
-        rows = [(session_id, e.seq, event_type(e), e.ts, encode(e)) for e in events]
+        rows = encode_rows(session_id, events, expected_seq)
         now = time.time()
         with self._lock, self._write_transaction():
-            count = self._event_count(session_id)
-            if count != expected_seq:
-                raise ConflictError(session_id, expected_seq, count)
             if not rows:
+                count = self._event_count(session_id)
+                if count != expected_seq:
+                    raise ConflictError(session_id, expected_seq, count)
                 return
-            if count == 0:
-                self._conn.execute(
-                    "INSERT OR REPLACE INTO sessions (session_id, runtime, created, "
-                    "last_activity, event_count) VALUES (?, ?, ?, ?, ?)",
-                    (session_id, runtime_of(events), now, now, len(rows)),
+            if expected_seq == 0:
+                claim = self._conn.execute(
+                    _CLAIM_NEW_SESSION, (session_id, runtime_of(events), now, now, len(rows))
                 )
             else:
-                self._conn.execute(
-                    "UPDATE sessions SET event_count = ?, last_activity = ?, "
-                    "runtime = COALESCE(runtime, ?) WHERE session_id = ?",
-                    (count + len(rows), now, runtime_of(events), session_id),
+                claim = self._conn.execute(
+                    _CLAIM_NEXT_SEQS,
+                    (len(rows), now, runtime_of(events), session_id, expected_seq),
                 )
+            if claim.rowcount != 1:
+                raise ConflictError(session_id, expected_seq, self._event_count(session_id))
             try:
                 self._conn.executemany(_INSERT_EVENT, rows)
             except sqlite3.IntegrityError:
@@ -229,30 +258,43 @@ class SqliteStore:
 
     def read(self, session_id: str, start: int = 0, end: int | None = None) -> Iterator[Event]:
         """Stream in pages of :data:`READ_PAGE_SIZE` rows; no lock is held between pages."""
-        position = max(start, 0)
-        while end is None or position < end:
-            page_end = position + READ_PAGE_SIZE
-            if end is not None:
-                page_end = min(end, page_end)
-            rows = self._fetch_rows(session_id, position, page_end)
-            if not rows:
-                return
-            yield from decode_rows(session_id, position, rows)
-            if len(rows) < page_end - position:
-                return
-            position = page_end
+        return page_through(
+            session_id, start, end, lambda first, stop: self._page(session_id, first, stop)
+        )
 
     def _read_page(self, session_id: str, start: int, end: int) -> list[Event]:
-        return list(decode_rows(session_id, start, self._fetch_rows(session_id, start, end)))
+        return list(self._page(session_id, start, end)[1])
+
+    def _page(
+        self, session_id: str, start: int, end: int
+    ) -> tuple[int, list[Event] | Iterator[Event]]:
+        """``start <= seq < end``: how many rows, and their events.
+
+        One joined value decoded at once when it checks out; otherwise (damage, an
+        unknown event type, a page beyond SQLite's value size limit) row by row.
+        """
+        with self._lock:
+            try:
+                count, top, joined = self._conn.execute(
+                    _READ_PAGE_JOINED, (session_id, start, end)
+                ).fetchone()
+            except sqlite3.DatabaseError:
+                count = top = joined = None
+        if count == 0:
+            return 0, []
+        if joined is not None and top == start + count - 1:
+            events = decode_page(session_id, start, count, b"[" + joined + b"]")
+            if events is not None:
+                return count, events
+        rows = self._fetch_rows(session_id, start, end)
+        return len(rows), decode_rows(session_id, start, rows)
 
     def _fetch_rows(self, session_id: str, start: int, end: int) -> list[tuple[int, bytes]]:
         """Raw rows ``start <= seq < end``; an unreadable database file is corruption."""
         with self._lock:
             try:
                 rows: list[tuple[int, bytes]] = self._conn.execute(
-                    "SELECT seq, payload FROM events WHERE session_id = ? AND seq >= ? "
-                    "AND seq < ? ORDER BY seq",
-                    (session_id, start, end),
+                    _READ_PAGE_ROWS, (session_id, start, end)
                 ).fetchall()
             except sqlite3.DatabaseError as exc:
                 raise CorruptEventError(session_id, start, f"sqlite: {exc}") from None
@@ -268,7 +310,7 @@ class SqliteStore:
                 "SELECT session_id, runtime, created, last_activity, event_count, parent_id, "
                 "fork_seq FROM sessions WHERE event_count > 0 ORDER BY session_id"
             ).fetchall()
-        return [_session_info(row) for row in rows]
+        return [session_info_of(row) for row in rows]
 
     def session_info(self, session_id: str) -> SessionInfo:
         with self._lock:
@@ -279,7 +321,7 @@ class SqliteStore:
             ).fetchone()
         if row is None:
             raise SessionNotFoundError(session_id)
-        return _session_info(row)
+        return session_info_of(row)
 
     def tail(self, session_id: str, after_seq: int, *, timeout: float | None = None) -> list[Event]:
         """Poll for new rows (other processes write too); this process's appends wake it."""
@@ -309,16 +351,3 @@ class _Transaction:
             self._conn.execute("COMMIT")
         else:
             self._conn.execute("ROLLBACK")
-
-
-def _session_info(row: tuple[Any, ...]) -> SessionInfo:
-    session_id, runtime, created, last_activity, event_count, parent_id, fork_seq = row
-    return SessionInfo(
-        session_id=session_id,
-        runtime=runtime,
-        created=created,
-        last_activity=last_activity,
-        event_count=event_count,
-        parent_id=parent_id,
-        fork_seq=fork_seq,
-    )

@@ -1,0 +1,211 @@
+"""Claude Code and Codex driven for real, offline, logged live (issue 9, part 2).
+
+Each test scripts the fake model server, runs the real CLI through its SDK and checks
+the universal log against what the server saw: the assistant messages against what it
+sent, the tool results against what the runtime sent back in its next request.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.e2e._support import (
+    RUNTIMES,
+    assert_claude_message_is_what_server_sent,
+    assert_codex_message_is_what_server_sent,
+    claude_sent_results,
+    codex_sent_results,
+    of_type,
+    result_text,
+    runner,
+    validate_anthropic_messages,
+    validate_responses_input,
+)
+from universal_event.events import (
+    AssistantMessageEvent,
+    ErrorEvent,
+    Event,
+    ToolResultEvent,
+    TurnEndEvent,
+)
+from universal_event.fake_models import FakeModelServer, HttpError, Reply, ShellCall, Stall
+from universal_event.log import SessionLog
+from universal_event.parts import ToolCallPart
+from universal_event.repair import find_open_work
+
+TOOL_TURN = [
+    Reply(thinking="The user wants bc.", text="Running it.", calls=[ShellCall("echo 1+1 | bc")]),
+    Reply(text="It is 2."),
+]
+
+
+def _contiguous(log: SessionLog) -> None:
+    events = log.events()
+    assert [e.seq for e in events] == list(range(len(events)))
+    assert {e.session_id for e in events} == {log.session_id}
+    assert list(log.store.read(log.session_id)) == events  # everything reached the store
+
+
+def _only_model_calls(server: FakeModelServer, runtime: str) -> None:
+    """Every request the runtime made went to the fake model endpoint (nothing else)."""
+    path = "/v1/messages" if runtime == "claude-code" else "/v1/responses"
+    assert server.requests
+    assert {r.path.split("?")[0] for r in server.requests} == {path}
+
+
+def test_validators_can_fail() -> None:
+    """The request validators refuse a tool_use without input and a call without arguments."""
+    with pytest.raises(ValueError):
+        validate_anthropic_messages(
+            [{"role": "assistant", "content": [{"type": "tool_use", "id": "x", "name": "y"}]}]
+        )
+    with pytest.raises(ValueError):
+        validate_responses_input([{"type": "function_call", "call_id": "c", "name": "n"}])
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_tool_turn_is_logged_live_as_the_server_saw_it(runtime: str, tmp_path: Any) -> None:
+    log = SessionLog()
+    durable_before_result: list[bool] = []
+
+    def watch(native: Any) -> None:
+        # At each native message: a tool result in the store has its call stored before it.
+        stored = list(log.store.read(log.session_id))
+        calls = {
+            part.id
+            for event in stored
+            if isinstance(event, AssistantMessageEvent)
+            for part in event.content
+            if isinstance(part, ToolCallPart)
+        }
+        for event in stored:
+            if isinstance(event, ToolResultEvent):
+                durable_before_result.append(event.call_id in calls)
+
+    with FakeModelServer(TOOL_TURN) as server:
+        result = runner(runtime, server.url, tmp_path, on_native=watch).run(
+            log, "Use the shell to compute 1+1 with bc"
+        )
+    assert result.status == "completed", result.error
+    assert durable_before_result and all(durable_before_result)
+    first, second = server.model_requests()
+    messages = of_type(result.events, AssistantMessageEvent)
+    (tool_result,) = of_type(result.events, ToolResultEvent)
+    assert len(messages) == 2
+    if runtime == "claude-code":
+        assert_claude_message_is_what_server_sent(messages[0], first)
+        assert_claude_message_is_what_server_sent(messages[1], second)
+        # bc really ran: "2" is its output, and it is what Claude Code sent back
+        assert claude_sent_results(second) == {tool_result.call_id: ("2", False)}
+        assert result_text(tool_result) == "2"
+    else:
+        assert_codex_message_is_what_server_sent(messages[0], first)
+        assert_codex_message_is_what_server_sent(messages[1], second)
+        assert codex_sent_results(second) == {tool_result.call_id: "2\n"}
+        assert result_text(tool_result) == "2\n"
+    assert of_type(result.events, TurnEndEvent)[-1].status == "completed"
+    _contiguous(log)
+    _only_model_calls(server, runtime)
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_failed_command_is_an_error_result(runtime: str, tmp_path: Any) -> None:
+    steps = [
+        Reply(text="Trying.", calls=[ShellCall("echo oops >&2; exit 3")]),
+        Reply(text="It failed."),
+    ]
+    log = SessionLog()
+    with FakeModelServer(steps) as server:
+        result = runner(runtime, server.url, tmp_path).run(log, "Run the failing command")
+    assert result.status == "completed", result.error
+    (tool_result,) = of_type(result.events, ToolResultEvent)
+    assert tool_result.is_error
+    _, second = server.model_requests()
+    if runtime == "claude-code":
+        assert claude_sent_results(second) == {tool_result.call_id: ("Exit code 3\noops", True)}
+        assert result_text(tool_result) == "Exit code 3\noops"
+    else:
+        assert tool_result.exit_code == 3
+        assert codex_sent_results(second) == {tool_result.call_id: "oops\n"}
+        assert "Process exited with code 3" in str(second.body["input"][-1]["output"])
+        assert result_text(tool_result) == "oops\n"
+    _contiguous(log)
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_http_500_is_retried_and_logged(runtime: str, tmp_path: Any) -> None:
+    steps = [HttpError(500, "boom"), Reply(text="Recovered after a retry.")]
+    log = SessionLog()
+    with FakeModelServer(steps) as server:
+        result = runner(runtime, server.url, tmp_path).run(log, "Say something")
+    assert result.status == "completed", result.error
+    failed, retried = server.model_requests()
+    key = "messages" if runtime == "claude-code" else "input"
+    assert failed.body[key] == retried.body[key]  # the same request again
+    (message,) = of_type(result.events, AssistantMessageEvent)
+    assert message.content[-1].text == "Recovered after a retry."  # type: ignore[union-attr]
+    if runtime == "claude-code":
+        retries = [e for e in of_type(result.events, ErrorEvent) if e.retryable and not e.fatal]
+        assert retries and retries[0].http_status in (500, None)
+    _contiguous(log)
+
+
+def _first_text_delta(native: Any) -> bool:
+    """Claude: a StreamEvent text delta; Codex: an agentMessage delta notification."""
+    event = getattr(native, "event", None)
+    if isinstance(event, dict) and event.get("type") == "content_block_delta":
+        return bool(event.get("delta", {}).get("type") == "text_delta")
+    return getattr(native, "method", None) == "item/agentMessage/delta"
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_interrupt_ends_the_turn_interrupted(runtime: str, tmp_path: Any) -> None:
+    long_text = "This is a long answer that streams slowly. " * 12
+    log = SessionLog()
+    with FakeModelServer([Reply(text=long_text)], delay=0.05) as server:
+        run = runner(runtime, server.url, tmp_path, interrupt_when=_first_text_delta)
+        result = run.run(log, "Tell me a long story")
+    assert result.status == "interrupted", result.error
+    (turn_end,) = of_type(result.events, TurnEndEvent)
+    assert turn_end.status == "interrupted"
+    for message in of_type(result.events, AssistantMessageEvent):
+        text = "".join(getattr(p, "text", "") for p in message.content)
+        assert len(text) < len(long_text)  # cut before the whole answer arrived
+    assert not find_open_work(log.events())  # closed cleanly, nothing for repair
+    _contiguous(log)
+    assert len(server.model_requests()) == 1
+
+
+def _events(result: Any) -> list[Event]:
+    return list(result.events)
+
+
+def _tool_result_arrived(native: Any) -> bool:
+    """Claude: the user message carrying the tool result; Codex: the command completed."""
+    if type(native).__name__ == "UserMessage":
+        return True
+    payload = getattr(native, "payload", None)
+    item = getattr(payload, "item", None)
+    return (
+        getattr(native, "method", None) == "item/completed"
+        and "ommand" in type(getattr(item, "root", item)).__name__
+    )
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_runtime_killed_mid_turn_closes_the_turn(runtime: str, tmp_path: Any) -> None:
+    """SIGKILL the CLI after its tool ran: what was logged stays, the turn ends interrupted."""
+    steps = [TOOL_TURN[0], Stall(20, Reply(text="never seen"))]
+    log = SessionLog()
+    with FakeModelServer(steps) as server:
+        run = runner(runtime, server.url, tmp_path, kill_when=_tool_result_arrived)
+        result = run.run(log, "Use the shell to compute 1+1 with bc")
+    assert result.status == "interrupted"
+    (tool_result,) = of_type(log.events(), ToolResultEvent)
+    assert result_text(tool_result).strip() == "2"
+    assert of_type(log.events(), TurnEndEvent)[-1].status == "interrupted"
+    assert not find_open_work(log.events()).turns  # closed by the runner, not left to repair
+    assert len(of_type(log.events(), AssistantMessageEvent)) == 1  # the answer never came
+    _contiguous(log)
