@@ -11,8 +11,10 @@ from universal_event.events import (
     ErrorEvent,
     Event,
     FileChangeEvent,
+    NativeUnknownEvent,
     PlanUpdateEvent,
     RequestHeaderEvent,
+    RuntimeSwitchEvent,
     SessionEndedSeqEvent,
     SessionInterruptedEvent,
     SessionStartEvent,
@@ -24,6 +26,7 @@ from universal_event.events import (
     TurnStartEvent,
     UsageEvent,
     UserMessageEvent,
+    WarningEvent,
 )
 from universal_event.parts import (
     DocumentPart,
@@ -107,6 +110,12 @@ def _detail(event: Event) -> str:
         return _clip(f"open calls: {calls or 'none'}")
     if isinstance(event, SessionEndedSeqEvent):
         return f"last seq {event.last_seq}"
+    if isinstance(event, WarningEvent):
+        return _clip(f"[{event.code}] {event.message}")
+    if isinstance(event, RuntimeSwitchEvent):
+        return f"{event.from_runtime or '?'} → {event.to_runtime}"
+    if isinstance(event, NativeUnknownEvent):
+        return _clip(f"{event.runtime} {event.native_type or ''} {event.reason or ''}")
     return ""
 
 
