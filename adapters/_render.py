@@ -55,8 +55,10 @@ import msgspec
 from universal_event.events import RequestHeaderEvent, Source, ToolSpec, WarningEvent
 from universal_event.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from universal_event.parts import (
+    DocumentPart,
     ImagePart,
     Provenance,
+    RefusalPart,
     ServerToolCallPart,
     ServerToolResultPart,
     TextPart,
@@ -70,12 +72,16 @@ __all__ = [
     "CHAT_TOOL_IDS",
     "RESPONSES_TOOL_IDS",
     "Group",
+    "GroupRenderer",
+    "OtherAssistantPart",
     "RenderCache",
     "RenderPolicy",
     "RenderRun",
     "Renderer",
     "ToolIdFormat",
     "ToolIdMapper",
+    "add_openai_users",
+    "empty_message",
     "foreign_reasoning",
     "foreign_reasoning_text",
     "group_history",
@@ -83,6 +89,7 @@ __all__ = [
     "map_tool_call_id",
     "merged_sampling",
     "model_snapshot_family",
+    "openai_file",
     "parse_arguments",
     "parse_header",
     "render_history",
@@ -400,8 +407,13 @@ def repair_group(
     end: int,
     policy: RenderPolicy,
     warnings: list[WarningEvent],
+    into: Group | None = None,
 ) -> Group:
-    """Pair calls and results in ``messages[start:end]``; repair orphans (rule 6)."""
+    """Pair calls and results in ``messages[start:end]``; repair orphans (rule 6).
+
+    ``into``: a group to fill instead of a new one (a render reuses one group object
+    for all its groups; a renderer keeps nothing of the group beyond its call).
+    """
     first = messages[start]
     calls: dict[str, ToolCallPart] = {}
     assistant = None
@@ -433,7 +445,10 @@ def repair_group(
             users.append(message)
     if open_ids:
         _add_synthetic_results(calls, open_ids, results, policy, warnings)
-    return Group(assistant, calls, results, users, warnings)
+    if into is None:
+        return Group(assistant, calls, results, users, warnings)
+    into.assistant, into.calls, into.results, into.users = assistant, calls, results, users
+    return into
 
 
 def _add_synthetic_results(
@@ -488,23 +503,49 @@ Renderer = Callable[[Group, list[dict[str, Any]]], None]
 
 @dataclass(slots=True)
 class _CacheState:
-    messages: list[Message]
-    starts: list[int]
+    """One (session, target) render, kept to be extended in place by the next.
+
+    The lists are the cache's own (the caller gets copies), so a re-render truncates
+    them to the groups it keeps and appends the rest: the work is one comparison of
+    the message lists, one copy of the result and the new groups themselves.
+    """
+
+    messages: list[Message] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)
     """Start index of each group in ``messages``."""
-    wire: list[dict[str, Any]]
+    wire: list[dict[str, Any]] = field(default_factory=list)
     """All groups' wire messages, flattened."""
-    wire_ends: list[int]
+    wire_ends: list[int] = field(default_factory=list)
     """``len(wire)`` after each group."""
-    warnings: list[WarningEvent]
-    warning_ends: list[int]
+    warnings: list[WarningEvent] = field(default_factory=list)
+    warning_ends: list[int] = field(default_factory=list)
     """``len(warnings)`` after each group."""
+
+    def rewind(self, messages: Sequence[Message]) -> int:
+        """Keep the groups ``messages`` leaves valid, drop the rest; the index of the
+        first message to render again.
+
+        Group g is still valid when its messages and the assistant message opening
+        group g+1 (which closes its window) lie in the unchanged prefix.
+        """
+        prefix = _common_prefix(self.messages, messages)
+        keep = max(bisect.bisect_left(self.starts, prefix, lo=1) - 1, 0)
+        start = self.starts[keep] if keep else 0
+        del self.messages[prefix:]
+        self.messages.extend(messages[prefix:])
+        del self.starts[keep:]
+        del self.wire[self.wire_ends[keep - 1] if keep else 0 :]
+        del self.wire_ends[keep:]
+        del self.warnings[self.warning_ends[keep - 1] if keep else 0 :]
+        del self.warning_ends[keep:]
+        return start
 
 
 class RenderCache:
     """Per-session memo of rendered groups (hold one per session and target).
 
     A group's wire messages depend only on its own messages, the target and the
-    policy. On each call the cache finds the longest prefix of messages identical to
+    policy. On each call the cache finds the longest prefix of messages equal to
     the previous call's (``is``, else ``==``), keeps every group that lies wholly
     before the first change *and* is closed by a later assistant message, and renders
     the rest. Appending a turn therefore re-renders one or two groups; a surface
@@ -514,17 +555,21 @@ class RenderCache:
     def __init__(self) -> None:
         self._states: dict[Any, _CacheState] = {}
 
-    def state(self, key: Any) -> _CacheState | None:
-        return self._states.get(key)
+    def take(self, key: Any) -> _CacheState | None:
+        """The state for ``key``, removed until :meth:`store` puts it back (a render
+        that fails half-way leaves no half-updated state behind)."""
+        return self._states.pop(key, None)
 
     def store(self, key: Any, state: _CacheState) -> None:
         self._states[key] = state
 
 
-def _common_prefix(old: Sequence[Message], new: Sequence[Message]) -> int:
-    limit = min(len(old), len(new))
-    if list(old[:limit]) == list(new[:limit]):  # C loop; ``is`` short-cuts each item
-        return limit
+def _common_prefix(old: list[Message], new: Sequence[Message]) -> int:
+    """How many leading messages ``old`` and ``new`` share."""
+    limit = len(old)
+    if limit <= len(new) and old == new[:limit]:  # the append case: one C comparison,
+        return limit  # which short-cuts on ``is`` and never touches the messages
+    limit = min(limit, len(new))
     index = 0
     while index < limit:
         a, b = old[index], new[index]
@@ -543,40 +588,64 @@ def render_history(
     cache_key: Any = None,
 ) -> tuple[list[dict[str, Any]], list[WarningEvent]]:
     """Render every group of ``messages``; reuse cached groups when ``cache`` is given."""
-    state = cache.state(cache_key) if cache is not None else None
-    keep = 0  # groups reused from the cache
-    if state is not None:
-        prefix = _common_prefix(state.messages, messages)
-        # group g is reusable when the assistant message opening group g+1 is unchanged
-        keep = max(bisect.bisect_left(state.starts, prefix, lo=1) - 1, 0)
-    wire: list[dict[str, Any]]
-    warnings: list[WarningEvent]
-    if state is not None and keep:
-        start = state.starts[keep]
-        starts = state.starts[:keep]
-        wire = state.wire[: state.wire_ends[keep - 1]]
-        wire_ends = state.wire_ends[:keep]
-        warnings = state.warnings[: state.warning_ends[keep - 1]]
-        warning_ends = state.warning_ends[:keep]
+    state = cache.take(cache_key) if cache is not None else None
+    if state is None:
+        state = _CacheState()
+        start = 0
+        if cache is not None:
+            state.messages.extend(messages)
     else:
-        start, starts, wire, wire_ends, warnings, warning_ends = 0, [], [], [], [], []
+        start = state.rewind(messages)
+    wire, warnings = state.wire, state.warnings
     if start < len(messages):
-        starts.extend(_group_starts(messages, start))
-    ends = [*starts[1:], len(messages)]
-    track = cache is not None
-    for index in range(keep, len(starts)):
-        render_group(repair_group(messages, starts[index], ends[index], policy, warnings), wire)
-        if track:
-            wire_ends.append(len(wire))
-            warning_ends.append(len(warnings))
-    if cache is not None:
-        cache.store(
-            cache_key,
-            _CacheState(
-                list(messages), starts, list(wire), wire_ends, list(warnings), warning_ends
-            ),
-        )
-    return wire, warnings
+        first = len(state.starts)
+        state.starts.extend(_group_starts(messages, start))
+        starts = state.starts
+        ends = [*starts[first + 1 :], len(messages)]
+        group = Group(None, {}, [], [], warnings)
+        for index, end in enumerate(ends, first):
+            render_group(repair_group(messages, starts[index], end, policy, warnings, group), wire)
+            state.wire_ends.append(len(wire))
+            state.warning_ends.append(len(warnings))
+    if cache is None:
+        return wire, warnings
+    cache.store(cache_key, state)
+    return list(wire), list(warnings)
+
+
+OtherAssistantPart = (
+    RefusalPart | ThinkingPart | ServerToolCallPart | ServerToolResultPart | ImagePart
+)
+"""An assistant part other than the common two (text, tool call), which renderers
+take on their fast path."""
+
+
+class GroupRenderer:
+    """Base of the three renderers' group renderers (a :data:`Renderer`): the target,
+    the policy, and whether a provenance is the target's own origin (rule 1), worked
+    out once per distinct provenance of a history rather than once per message."""
+
+    __slots__ = ("origins", "policy", "target")
+
+    def __init__(self, target: Provenance, policy: RenderPolicy) -> None:
+        self.target = target
+        self.policy = policy
+        self.origins: dict[Provenance | None, bool] = {}
+
+    def native(self, provenance: Provenance | None) -> bool:
+        """:func:`same_origin` for the target, memoised."""
+        known = self.origins.get(provenance)
+        if known is None:
+            known = self.origins[provenance] = same_origin(provenance, self.target)
+        return known
+
+    def __call__(self, group: Group, out: list[dict[str, Any]]) -> None:
+        raise NotImplementedError
+
+
+def empty_message(user: UserMessage) -> WarningEvent:
+    """The warning for a user message that renders to nothing (dropped, rule 8)."""
+    return warning("empty_message", f"user message at seq {user.seq} has no content; dropped")
 
 
 # ---------------------------------------------------------------- the render frame
@@ -848,7 +917,10 @@ def json_arguments(part: ToolCallPart) -> str:
     """
     if part.arguments_raw is not None:
         return part.arguments_raw
-    return msgspec.json.encode(part.arguments if part.arguments is not None else {}).decode()
+    return _JSON.encode(part.arguments if part.arguments is not None else {}).decode()
+
+
+_JSON = msgspec.json.Encoder()
 
 
 def parse_arguments(raw: str) -> tuple[Any, str | None]:
@@ -875,6 +947,34 @@ def lone_text_or_parts(
     if len(kept) == 1 and type(kept[0]) is TextPart:
         return kept[0].text
     return [r for part in kept if (r := render_part(part, warnings)) is not None]
+
+
+def openai_file(part: DocumentPart) -> dict[str, Any] | None:
+    """A document's ``file_id``, or its bytes as ``file_data`` + ``filename`` (both
+    OpenAI APIs' file content part); None when it has neither."""
+    if part.file_id is not None:
+        return {"file_id": part.file_id}
+    if part.data is not None:
+        return {
+            "file_data": data_url(part.media_type or "application/pdf", part.data),
+            "filename": part.filename or "document.pdf",
+        }
+    return None
+
+
+def add_openai_users(
+    group: Group,
+    render_part: Callable[[UserPart, list[WarningEvent]], dict[str, Any] | None],
+    out: list[dict[str, Any]],
+) -> None:
+    """A group's user messages as OpenAI ``user`` messages (Chat and Responses share
+    the shape); one that renders to nothing is dropped with a warning."""
+    for user in group.users:
+        content = lone_text_or_parts(user.content, render_part, group.warnings)
+        if content:
+            out.append({"role": "user", "content": content})
+        else:
+            group.warnings.append(empty_message(user))
 
 
 def image_url(part: ImagePart) -> str | None:

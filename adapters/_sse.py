@@ -3,6 +3,16 @@
 Input may be cut anywhere: inside a line, between ``\\r`` and ``\\n``, inside a UTF-8
 sequence. ``feed`` buffers the incomplete tail; ``flush`` returns a final frame that
 lacked its blank line (a cut stream).
+
+Speed. This framer sits under every streamed API response, so it works frame by frame,
+not line by line: the input is split on the blank line (``\\n\\n``) in one C-level
+pass, and the shapes providers send — ``data: ...`` alone (Chat Completions) or
+``event: ...`` then ``data: ...`` (Messages, Responses) — are sliced out without looking
+at each line. Anything else (comments, ``id:``, several ``data:`` lines, other fields)
+goes through the line parser, which follows the WHATWG rules. The APIs end lines with
+``\\n``; a ``\\r`` (a proxy rewrote the stream) is normalised to ``\\n`` first, with a
+``\\r`` at the very end of the input held back until the next chunk says whether a
+``\\n`` follows it.
 """
 
 from __future__ import annotations
@@ -10,6 +20,10 @@ from __future__ import annotations
 import msgspec
 
 __all__ = ["SSEDecoder", "SSEFrame"]
+
+
+_EVENT_NAMES: dict[bytes, str] = {}
+"""``event:`` line → its name, shared by every decoder (names are few: the APIs' types)."""
 
 
 class SSEFrame(msgspec.Struct, frozen=True):
@@ -24,68 +38,99 @@ class SSEDecoder:
     """Splits a byte stream into :class:`SSEFrame` objects."""
 
     def __init__(self) -> None:
-        self._buffer = bytearray()
-        self._event: str | None = None
-        self._data: list[bytes] = []
+        self._pending: list[bytes] = []
+        """Input not framed yet: the start of a frame, then chunks without a line end."""
+        self._held_cr = False
+        """The pending input ends with a ``\r``: the next chunk completes its line end."""
         self._id: str | None = None
+        """The last event id: it carries over to the frames after it (WHATWG)."""
 
     def feed(self, chunk: bytes) -> list[SSEFrame]:
         """Frames completed by ``chunk``."""
-        self._buffer += chunk
-        frames: list[SSEFrame] = []
-        buffer = self._buffer
-        start = 0
-        length = len(buffer)
-        while start < length:
-            newline = buffer.find(b"\n", start)
-            carriage = buffer.find(b"\r", start, newline if newline != -1 else length)
-            if carriage != -1:
-                if carriage + 1 == length:
-                    break  # a "\r" at the end may be the first half of "\r\n"
-                end = carriage
-                next_start = carriage + 2 if buffer[carriage + 1] == 0x0A else carriage + 1
-            elif newline != -1:
-                end = newline
-                next_start = newline + 1
-            else:
-                break
-            frame = self._line(bytes(buffer[start:end]))
-            if frame is not None:
-                frames.append(frame)
-            start = next_start
-        del buffer[:start]
-        return frames
+        if type(chunk) is not bytes:
+            chunk = bytes(chunk)
+        pending = self._pending
+        if b"\n" not in chunk and b"\r" not in chunk and not self._held_cr:
+            if chunk:  # no line end: no frame can have completed
+                pending.append(chunk)
+            return []
+        if pending:
+            pending.append(chunk)
+            data = b"".join(pending)
+            pending.clear()
+        else:
+            data = chunk
+        held = b""
+        if b"\r" in data:
+            if data[-1] == 0x0D:  # maybe the first half of "\r\n": wait for the next chunk
+                data, held = data[:-1], b"\r"
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        frames = data.split(b"\n\n")
+        tail = frames.pop() + held
+        if tail:
+            pending.append(tail)
+        self._held_cr = bool(held)
+        return self._frames(frames)
 
     def flush(self) -> list[SSEFrame]:
         """The pending frame of a stream that ended without its blank line."""
+        if not self._pending:
+            return []
+        data = b"".join(self._pending).replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        self._pending.clear()
+        self._held_cr = False
+        return self._frames([data])
+
+    def _frames(self, raw_frames: list[bytes]) -> list[SSEFrame]:
+        """Frames from blocks of ``\n``-separated lines (each ends at a blank line)."""
         frames: list[SSEFrame] = []
-        if self._buffer:
-            frame = self._line(bytes(self._buffer))
-            self._buffer.clear()
+        for raw in raw_frames:
+            head, _, rest = raw.partition(b"\n")
+            if not rest:
+                if head.startswith(b"data:"):  # Chat Completions: one data line
+                    data = head[6:] if head.startswith(b"data: ") else head[5:]
+                    frames.append(SSEFrame(None, data, self._id))
+                    continue
+            elif head.startswith(b"event:") and rest.startswith(b"data:") and b"\n" not in rest:
+                # Messages, Responses: one event line, one data line.
+                data = rest[6:] if rest.startswith(b"data: ") else rest[5:]
+                frames.append(SSEFrame(self._event_name(head), data, self._id))
+                continue
+            frame = self._parse(raw)
             if frame is not None:
                 frames.append(frame)
-        frame = self._line(b"")
-        if frame is not None:
-            frames.append(frame)
         return frames
 
-    def _line(self, line: bytes) -> SSEFrame | None:
-        if not line:
-            if not self._data and self._event is None:
-                return None
-            frame = SSEFrame(self._event, b"\n".join(self._data), self._id)
-            self._event = None
-            self._data = []
-            return frame
-        if line[0] == 0x3A:  # ":" comment
+    def _event_name(self, line: bytes) -> str:
+        """The name on an ``event:`` line; a stream repeats a few names, decoded once."""
+        name = _EVENT_NAMES.get(line)
+        if name is None:
+            value = line[7:] if line.startswith(b"event: ") else line[6:]
+            name = value.decode("utf-8", "replace")
+            if len(_EVENT_NAMES) < 512:  # a bound, whatever a stream sends
+                _EVENT_NAMES[line] = name
+        return name
+
+    def _parse(self, raw: bytes) -> SSEFrame | None:
+        """The line parser: any field order, comments, ``id``, several data lines."""
+        event: str | None = None
+        data: list[bytes] = []
+        for line in raw.split(b"\n"):
+            if not line:
+                # A blank line at the start of the block (a run of blank lines in the
+                # stream): it ends a frame that has nothing yet.
+                continue
+            if line[0] == 0x3A:  # ":" comment
+                continue
+            field, _, value = line.partition(b":")
+            if value[:1] == b" ":
+                value = value[1:]
+            if field == b"data":
+                data.append(value)
+            elif field == b"event":
+                event = value.decode("utf-8", "replace")
+            elif field == b"id":
+                self._id = value.decode("utf-8", "replace")
+        if not data and event is None:
             return None
-        field, _, value = line.partition(b":")
-        if value[:1] == b" ":
-            value = value[1:]
-        if field == b"data":
-            self._data.append(value)
-        elif field == b"event":
-            self._event = value.decode("utf-8", "replace")
-        elif field == b"id":
-            self._id = value.decode("utf-8", "replace")
-        return None
+        return SSEFrame(event, b"\n".join(data), self._id)

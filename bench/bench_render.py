@@ -14,11 +14,12 @@ and alternating rounds, with
 
 Fairness: both sides get the same history (same turns, ids, arguments and 20 KB
 results, in each library's own message types, built before timing), every timed call
-runs in the same process, in alternating rounds, and each is timed the way ``timeit``
-does it: after a ``gc.collect()`` and with the cyclic GC paused for the call. Without
-that, a full collection of the heap that pydantic-ai and litellm bring along lands on
-whichever call happens to run then (tens of ms on this shared machine) and the medians
-measure the collector, not the mappers. The figures are medians over ``ROUNDS``.
+runs in the same process, in alternating rounds, and the rounds are timed the way
+``timeit`` times its loop: a ``gc.collect()`` before each round, the cyclic GC paused
+during it. Without that, a full collection of the heap that pydantic-ai and litellm
+bring along lands on whichever call happens to run then (tens of ms on this shared
+machine) and the medians measure the collector, not the mappers. The figures are
+medians over ``ROUNDS``.
 
 Run: ``.venv/bin/python bench/bench_render.py`` (needs the ``bench`` extra).
 """
@@ -182,15 +183,23 @@ def litellm_transform() -> Callable[[], Any]:
 
 
 def timed(function: Callable[[], Any]) -> float:
-    """Seconds for one call, timed as ``timeit`` does (collected first, GC paused)."""
-    gc.collect()
-    gc.disable()
-    try:
-        start = time.perf_counter()
-        function()
-        return time.perf_counter() - start
-    finally:
-        gc.enable()
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
+def measure_ours(
+    render: Any,
+    header: RequestHeaderEvent,
+    history: list[Message],
+    appended: list[Message],
+    policy: RenderPolicy,
+) -> tuple[float, float]:
+    """(full render, re-render after one appended turn with a primed cache)."""
+    once = timed(lambda: render(history, header, policy))
+    cache = RenderCache()
+    render(history, header, policy, cache=cache)
+    return once, timed(lambda: render(appended, header, policy, cache=cache))
 
 
 def report(
@@ -226,19 +235,26 @@ def main() -> None:
     except ImportError as exc:
         print(f"litellm not installed ({exc}); install the bench extra", file=sys.stderr)
         litellm_call = None
-    for _ in range(ROUNDS):
+    for round_index in range(ROUNDS):
+        gc.collect()
+        gc.disable()  # re-enabled after the round (as timeit does for its loop)
         for target, render in RENDERERS.items():
-            header = HEADERS[target]
-            full[target].append(timed(lambda: render(history, header, policy)))  # noqa: B023
-            cache = RenderCache()
-            render(history, header, policy, cache=cache)
-            incremental[target].append(
-                timed(lambda: render(appended, header, policy, cache=cache))  # noqa: B023
-            )
+            steps = ["ours"]
             if mappers is not None:
-                peers[target].append(timed(mappers[target]))
-        if litellm_call is not None:
-            litellm_times.append(timed(litellm_call))
+                steps.append("pydantic-ai")
+            if target == "anthropic" and litellm_call is not None:
+                steps.append("litellm")
+            # who runs first alternates by round: neither side always meets cold caches
+            for step in steps if round_index % 2 == 0 else steps[::-1]:
+                if step == "ours":
+                    once, again = measure_ours(render, HEADERS[target], history, appended, policy)
+                    full[target].append(once)
+                    incremental[target].append(again)
+                elif step == "pydantic-ai" and mappers is not None:
+                    peers[target].append(timed(mappers[target]))
+                elif litellm_call is not None:
+                    litellm_times.append(timed(litellm_call))
+        gc.enable()
     for target in RENDERERS:
         ours = statistics.median(full[target])
         if mappers is not None:

@@ -18,20 +18,25 @@ alternate; the median round counts. Run: ``python bench/bench_server.py``.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
+import re
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 CLIENTS = 100
 EVENTS = 2_000
 BATCH = 20
-ROUNDS = 3
+ROUNDS = 5
 TARGET = 0.5
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,7 +50,8 @@ def serve(store_url: str) -> None:
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response, StreamingResponse
-    from starlette.routing import Mount, Route
+    from starlette.routing import Route
+    from starlette.types import Receive, Scope, Send
 
     from universal_event.server import Limits, create_app
     from universal_event.sse import encode_events, encode_retry
@@ -85,19 +91,27 @@ def serve(store_url: str) -> None:
         server.should_exit = True
         return Response(b"ok")
 
-    app = Starlette(
+    bare_app = Starlette(
         routes=[
             Route("/bench/stop", stop, methods=["POST"]),
             Route("/bare/prepare", prepare, methods=["POST"]),
             Route("/bare/go", go, methods=["POST"]),
             Route("/bare/events", bare),
-            Mount("/", app=control_plane),
         ]
     )
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        # Each side runs in its own Starlette app, one middleware stack each (mounting
+        # the control plane inside the bare app would wrap its every send twice).
+        path = scope.get("path", "")
+        target = bare_app if path.startswith(("/bare/", "/bench/")) else control_plane
+        await target(scope, receive, send)
+
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY
     sock.bind(("127.0.0.1", 0))
     sock.listen(2048)
     print(f"serving {sock.getsockname()[1]}", flush=True)
+    print(f"server stack (both sides): {_stack()}", flush=True)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", backlog=2048))
     if not os.environ.get("BENCH_PROFILE"):
         server.run(sockets=[sock])
@@ -111,15 +125,41 @@ def serve(store_url: str) -> None:
         profiler.dump_stats(os.environ["BENCH_PROFILE"])
 
 
+def _stack() -> str:
+    """What uvicorn's "auto" picks here: httptools and uvloop when installed."""
+    import importlib.util
+
+    import uvicorn
+
+    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    return f"uvicorn {uvicorn.__version__}, http={http}, loop={loop}"
+
+
 # ---------------------------------------------------------------- client side
 
 
 class Client:
-    """A raw HTTP/1.0 SSE reader that notes when each event id arrives."""
+    """A raw HTTP/1.0 SSE reader that notes when each event id arrives.
 
-    def __init__(self) -> None:
-        self.arrivals: dict[int, float] = {}
-        self.done = asyncio.Event()
+    Two kinds, run against both sides alike:
+
+    * ``parse_each`` (the issue's figure): finds every ``id:`` line as it reads, Python
+      work per event like any client that handles each event. With 100 of them in one
+      process this reading side is itself a bottleneck of both rounds, the bare one most.
+    * light: finds only the *last* ``id:`` line of each read (ids are consecutive seqs,
+      so every id after the previous read's last one came with this read): a few
+      C-level searches per read, so the figures are about the servers.
+
+    Either way every id is checked afterwards from all the bytes received.
+    """
+
+    def __init__(self, parse_each: bool) -> None:
+        self.parse_each = parse_each
+        self.reads: list[tuple[int, float]] = []
+        """``(last id seen, when)`` per read that brought new ids."""
+        self.per_event: dict[int, float] = {}
+        self.received: list[bytes] = []
         self.connected = asyncio.Event()
 
     async def run(self, port: int, path: str, last_seq: int) -> None:
@@ -128,13 +168,21 @@ class Client:
         await writer.drain()
         await reader.readuntil(b"\r\n\r\n")
         self.connected.set()
+        if self.parse_each:
+            await self._read_each(reader, last_seq)
+        else:
+            await self._read_light(reader, last_seq)
+        writer.close()
+
+    async def _read_each(self, reader: asyncio.StreamReader, last_seq: int) -> None:
         buffer = b""
-        arrivals = self.arrivals
+        arrivals = self.per_event
         while last_seq not in arrivals:
             chunk = await reader.read(1 << 16)
             if not chunk:
                 break
             now = time.perf_counter()
+            self.received.append(chunk)
             buffer += chunk
             start = 0
             while True:
@@ -147,12 +195,60 @@ class Client:
                 arrivals[int(buffer[found + 5 : end])] = now
                 start = end
             buffer = buffer[max(start, len(buffer) - 16) :]
-        writer.close()
-        self.done.set()
+        if arrivals:
+            self.reads.append((max(arrivals), arrivals[max(arrivals)]))
+
+    async def _read_light(self, reader: asyncio.StreamReader, last_seq: int) -> None:
+        last = -1
+        carry = b""
+        while last < last_seq:
+            chunk = await reader.read(1 << 16)
+            if not chunk:
+                break
+            now = time.perf_counter()
+            self.received.append(chunk)
+            seen = _last_id(carry + chunk)
+            if seen is not None and seen > last:
+                last = seen
+                self.reads.append((seen, now))
+            carry = chunk[-32:]  # an id line cut between two reads
+
+    @property
+    def arrivals(self) -> dict[int, float]:
+        """When each id arrived (light: every id up to a read's last one came with it)."""
+        if self.parse_each:
+            return self.per_event
+        arrivals: dict[int, float] = {}
+        previous = -1
+        for last, at in self.reads:
+            for seq in range(previous + 1, last + 1):
+                arrivals[seq] = at
+            previous = last
+        return arrivals
+
+    def ids(self) -> list[int]:
+        """Every id received, in order, parsed from all the bytes (for the check)."""
+        return [int(found) for found in _ID_LINE.findall(b"".join(self.received))]
 
 
-async def _connect(port: int, path: str) -> tuple[list[Client], list[asyncio.Task[None]]]:
-    clients = [Client() for _ in range(CLIENTS)]
+_ID_LINE = re.compile(rb"\nid: (\d+)\n")
+
+
+def _last_id(data: bytes) -> int | None:
+    """The id of the last complete ``id:`` line in ``data``."""
+    end = len(data)
+    while (found := data.rfind(b"\nid: ", 0, end)) != -1:
+        line_end = data.find(b"\n", found + 5)
+        if line_end != -1:
+            return int(data[found + 5 : line_end])
+        end = found
+    return None
+
+
+async def _connect(
+    port: int, path: str, parse_each: bool
+) -> tuple[list[Client], list[asyncio.Task[None]]]:
+    clients = [Client(parse_each) for _ in range(CLIENTS)]
     tasks = [asyncio.create_task(c.run(port, path, EVENTS - 1)) for c in clients]
     await asyncio.wait_for(asyncio.gather(*(c.connected.wait() for c in clients)), 30)
     await asyncio.sleep(0.3)  # let every subscription settle server-side
@@ -216,8 +312,10 @@ async def produce(port: int, session: str) -> None:
     print(json.dumps(sent), flush=True)
 
 
-async def control_plane_round(port: int, session: str) -> tuple[float, list[float]]:
-    clients, tasks = await _connect(port, f"/sessions/{session}/events")
+async def control_plane_round(
+    port: int, session: str, parse_each: bool
+) -> tuple[float, list[float]]:
+    clients, tasks = await _connect(port, f"/sessions/{session}/events", parse_each)
     producer = await asyncio.create_subprocess_exec(
         sys.executable,
         __file__,
@@ -231,57 +329,98 @@ async def control_plane_round(port: int, session: str) -> tuple[float, list[floa
     await asyncio.wait_for(asyncio.gather(*tasks), 60)
     batch_sent: list[float] = json.loads(output)
     started = batch_sent[0]
-    finished = max(c.arrivals[EVENTS - 1] for c in clients)
     _check_complete(clients)
+    finished = max(c.reads[-1][1] for c in clients)
     latencies = [at - batch_sent[seq // BATCH] for c in clients for seq, at in c.arrivals.items()]
     return CLIENTS * EVENTS / (finished - started), latencies
 
 
-async def bare_round(port: int, session: str) -> float:
+async def bare_round(port: int, session: str, parse_each: bool) -> float:
     http = await RawHttp.open(port)
     await http.post(f"/bare/prepare?session={session}")
-    clients, tasks = await _connect(port, "/bare/events")
+    clients, tasks = await _connect(port, "/bare/events", parse_each)
     started = time.perf_counter()
     await http.post("/bare/go")
     await asyncio.wait_for(asyncio.gather(*tasks), 60)
     http.close()
-    finished = max(c.arrivals[EVENTS - 1] for c in clients)
     _check_complete(clients)
+    finished = max(c.reads[-1][1] for c in clients)
     return CLIENTS * EVENTS / (finished - started)
 
 
 def _check_complete(clients: list[Client]) -> None:
     for client in clients:
-        if sorted(client.arrivals) != list(range(EVENTS)):
-            raise SystemExit(f"a client missed events: {len(client.arrivals)} of {EVENTS}")
+        ids = client.ids()
+        if ids != list(range(EVENTS)):
+            raise SystemExit(f"a client got {len(ids)} ids, not 0..{EVENTS - 1} once each in order")
 
 
-async def bench(port: int) -> None:
-    project: list[float] = []
-    baseline: list[float] = []
-    latencies: list[float] = []
-    for round_number in range(ROUNDS):
-        session = f"bench-{round_number}"
-        rate, round_latencies = await control_plane_round(port, session)
-        project.append(rate)
-        latencies += round_latencies
-        baseline.append(await bare_round(port, session))
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _percentiles(latencies: list[float]) -> tuple[float, float]:
+    """p50 and p99 in milliseconds."""
+    ordered = sorted(latencies)
+    return ordered[len(ordered) // 2] * 1000, ordered[int(len(ordered) * 0.99)] * 1000
+
+
+@dataclass
+class Figures:
+    """One kind of client's rounds."""
+
+    name: str
+    parse_each: bool
+    project: list[float] = field(default_factory=list)
+    baseline: list[float] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+
+    async def round(self, port: int, server_pid: int, round_number: int) -> None:
+        session = f"bench-{'each' if self.parse_each else 'light'}-{round_number}"
+        cpu = _cpu_seconds(server_pid)
+        rate, latencies = await control_plane_round(port, session, self.parse_each)
+        project_cpu = _cpu_seconds(server_pid) - cpu
+        self.project.append(rate)
+        self.latencies += latencies
+        cpu = _cpu_seconds(server_pid)
+        self.baseline.append(await bare_round(port, session, self.parse_each))
+        baseline_cpu = _cpu_seconds(server_pid) - cpu
+        p50, p99 = _percentiles(latencies)
         print(
-            f"round {round_number}: control plane {rate:,.0f} events/s, "
-            f"bare endpoint {baseline[-1]:,.0f} events/s"
+            f"round {round_number} [{self.name}]: control plane {rate:,.0f} events/s "
+            f"(server CPU {project_cpu:.2f}s, p50={p50:.1f}ms p99={p99:.1f}ms), "
+            f"bare endpoint {self.baseline[-1]:,.0f} events/s (server CPU {baseline_cpu:.2f}s)"
         )
-    latencies.sort()
-    p50 = latencies[len(latencies) // 2] * 1000
-    p99 = latencies[int(len(latencies) * 0.99)] * 1000
-    print(f"delivery latency over {len(latencies):,} deliveries: p50={p50:.1f}ms p99={p99:.1f}ms")
-    project_rate = statistics.median(project)
-    baseline_rate = statistics.median(baseline)
-    ratio = project_rate / baseline_rate
-    print(
-        f"RATIO server_fanout project={project_rate:.0f}events/s "
-        f"baseline={baseline_rate:.0f}events/s ratio={ratio:.2f} target=>={TARGET} "
-        f"ok={'yes' if ratio >= TARGET else 'no'}"
-    )
+
+    def report(self, ratio_name: str) -> None:
+        p50, p99 = _percentiles(self.latencies)
+        print(
+            f"[{self.name}] delivery latency over {len(self.latencies):,} deliveries: "
+            f"p50={p50:.1f}ms p99={p99:.1f}ms"
+        )
+        project_rate = statistics.median(self.project)
+        baseline_rate = statistics.median(self.baseline)
+        ratio = project_rate / baseline_rate
+        print(
+            f"RATIO {ratio_name} project={project_rate:.0f}events/s "
+            f"baseline={baseline_rate:.0f}events/s ratio={ratio:.2f} target=>={TARGET} "
+            f"ok={'yes' if ratio >= TARGET else 'no'}"
+        )
+
+
+async def bench(port: int, server_pid: int) -> None:
+    per_event = Figures("clients parse each event", parse_each=True)
+    light = Figures("light clients", parse_each=False)
+    for round_number in range(ROUNDS):
+        for figures in (per_event, light):
+            await figures.round(port, server_pid, round_number)
+    per_event.report("server_fanout")
+    light.report("server_fanout_light_clients")
 
 
 async def _stop(port: int) -> None:
@@ -290,12 +429,29 @@ async def _stop(port: int) -> None:
     http.close()
 
 
+def _harness_loop() -> str:
+    return "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+
+
+def _run(main: Coroutine[Any, Any, None]) -> None:
+    """The harness (clients, producer) on uvloop when installed: the cheaper the
+    measuring side, the more the figures are about the server (and the bare endpoint,
+    bound by its clients, gains from it more than the control plane)."""
+    if _harness_loop() == "uvloop":
+        import uvloop
+
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(main)
+    else:
+        asyncio.run(main)
+
+
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--serve":
         serve(sys.argv[2])
         return
     if len(sys.argv) == 4 and sys.argv[1] == "--produce":
-        asyncio.run(produce(int(sys.argv[2]), sys.argv[3]))
+        _run(produce(int(sys.argv[2]), sys.argv[3]))
         return
     with tempfile.TemporaryDirectory() as directory:
         store_url = os.environ.get("BENCH_STORE") or f"sqlite:///{directory}/bench.db"
@@ -309,9 +465,11 @@ def main() -> None:
         try:
             assert server.stdout is not None
             port = int(server.stdout.readline().split()[1])
+            print(server.stdout.readline().strip())
             print(f"{CLIENTS} SSE clients, {EVENTS} events in POSTs of {BATCH}, {ROUNDS} rounds")
-            asyncio.run(bench(port))
-            asyncio.run(_stop(port))
+            print(f"clients and producer (both sides): loop={_harness_loop()}")
+            _run(bench(port, server.pid))
+            _run(_stop(port))
             server.wait(10)
         finally:
             if server.poll() is None:

@@ -4,19 +4,24 @@ Appends (batch sizes 1, 100, 1000) on each durable backend, against the floor me
 in the same run with the same durability setting and the same rows:
 
 * SQLite: plain ``sqlite3`` ``BEGIN IMMEDIATE`` + ``executemany`` + ``COMMIT`` of the
-  already-encoded rows (WAL, ``synchronous=FULL``, like the store);
+  already-encoded rows, on a connection given the store's pragmas (WAL,
+  ``synchronous=FULL``, ``mmap_size``) into a table made by the store's own
+  ``CREATE TABLE`` statement;
 * PostgreSQL: plain psycopg binary ``COPY`` of the already-encoded rows + ``COMMIT``;
-* JSONL: plain ``write`` + ``fsync`` of the already-encoded lines.
+* JSONL: plain ``write`` + ``fsync`` of the already-encoded lines into a new file per
+  session, whose first write also fsyncs the directory (as the store's does).
 
 The floor gets its rows pre-encoded: the store's figure includes encoding the events,
-the conflict check and the session-metadata row. ``ratio`` here is project/floor
-(lower is better), target ``<=1.2`` at batch 100 (batches 1 and 1000 are reported).
+the conflict check and the session-metadata row. Store and floor appends are
+interleaved one by one (who goes first alternates), and each figure is the median
+append per event. ``ratio`` here is project/floor (lower is better), target ``<=1.2``
+at batch 100 (batches 1 and 1000 are reported).
 
 Reading: a 100k-event session back into typed events vs the openai-agents SDK's
 ``SQLiteSession.get_items`` on 100k items of the same text (``bench`` extra);
 ``ratio`` there is baseline/project (higher = faster), target ``>=2``.
 
-    python bench/bench_stores.py [--postgres URL] [--rounds R]
+    python bench/bench_stores.py [--postgres URL] [--rounds R] [--read-rounds R]
 """
 
 from __future__ import annotations
@@ -26,11 +31,13 @@ import asyncio
 import os
 import shutil
 import sqlite3
+import statistics
 import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +53,7 @@ from universal_event.stores._base import event_type
 from universal_event.stores.jsonl import JsonlStore
 from universal_event.stores.sqlite import SqliteStore
 
-BATCHES = {1: 100, 100: 20, 1000: 5}
+BATCHES = {1: 60, 100: 20, 1000: 4}
 """Batch size → appends per measured round."""
 
 
@@ -70,51 +77,35 @@ def row_of(event: Event) -> tuple[str, int, str, float, bytes]:
 
 # ---------------------------------------------------------------------- appends
 
-
-class AppendCase:
-    """One backend at one batch size: the store's append and the floor's, alternating."""
-
-    def __init__(self, batch: int) -> None:
-        self.batch = batch
-        self.appends = BATCHES[batch]
-
-    def batches(self, prefix: str) -> tuple[str, list[list[Event]]]:
-        session = f"{prefix}-{uuid.uuid4().hex[:8]}"
-        events = make_events(session, 0, self.batch * self.appends)
-        return session, [events[i : i + self.batch] for i in range(0, len(events), self.batch)]
+Step = Callable[[], None]
+"""One timed append (a store's, or the floor's)."""
 
 
 def bench_sqlite_appends(directory: Path, rounds: int) -> list[str]:
     store = SqliteStore(directory / "store.db")
     raw = sqlite3.connect(directory / "floor.db", isolation_level=None)
-    raw.execute("PRAGMA journal_mode=WAL")
-    raw.execute("PRAGMA synchronous=FULL")
-    raw.execute(
-        "CREATE TABLE events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL,"
-        " ts REAL NOT NULL, payload BLOB NOT NULL, PRIMARY KEY (session_id, seq))"
-    )
-    lines = []
-    for batch in BATCHES:
-        case = AppendCase(batch)
+    # The floor's connection and table are the store's: same pragmas (WAL,
+    # synchronous=FULL, mmap), same CREATE TABLE statement, so only the store's own work
+    # differs.
+    for pragma in ("journal_mode", "synchronous", "mmap_size"):
+        (value,) = store._conn.execute(f"PRAGMA {pragma}").fetchone()
+        raw.execute(f"PRAGMA {pragma}={value}")
+    (events_table,) = store._conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'events'"
+    ).fetchone()
+    raw.execute(events_table)
 
-        def project(case: AppendCase = case) -> None:
-            session, batches = case.batches("p")
-            for events in batches:
-                store.append(session, events, expected_seq=events[0].seq)
+    def floor_steps(batches: list[list[Event]]) -> tuple[list[Step], Step]:
+        rows = [[row_of(e) for e in events] for events in batches]
 
-        def floor(case: AppendCase = case) -> Callable[[], None]:
-            _, batches = case.batches("f")
-            rows = [[row_of(e) for e in events] for events in batches]
+        def step(batch_rows: list[tuple[str, int, str, float, bytes]]) -> None:
+            raw.execute("BEGIN IMMEDIATE")
+            raw.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?)", batch_rows)
+            raw.execute("COMMIT")
 
-            def run() -> None:
-                for batch_rows in rows:
-                    raw.execute("BEGIN IMMEDIATE")
-                    raw.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?)", batch_rows)
-                    raw.execute("COMMIT")
+        return [partial(step, r) for r in rows], lambda: None
 
-            return run
-
-        lines.append(_append_ratio("sqlite", case, project, floor, rounds))
+    lines = [_append_ratio("sqlite", batch, store.append, floor_steps, rounds) for batch in BATCHES]
     store.close()
     raw.close()
     return lines
@@ -124,32 +115,30 @@ def bench_jsonl_appends(directory: Path, rounds: int) -> list[str]:
     store = JsonlStore(directory / "jsonl")
     floor_dir = directory / "jsonl-floor"
     floor_dir.mkdir()
-    lines = []
-    for batch in BATCHES:
-        case = AppendCase(batch)
 
-        def project(case: AppendCase = case) -> None:
-            session, batches = case.batches("p")
-            for events in batches:
-                store.append(session, events, expected_seq=events[0].seq)
+    def floor_steps(batches: list[list[Event]]) -> tuple[list[Step], Step]:
+        """Write + fsync of the encoded lines into a new file per session; the first write
+        also fsyncs the directory, as the store does, so the new file is as durable."""
+        chunks = [encode_lines(events) for events in batches]
+        path = floor_dir / batches[0][0].session_id
+        fd: list[int] = []
 
-        def floor(case: AppendCase = case) -> Callable[[], None]:
-            session, batches = case.batches("f")
-            chunks = [encode_lines(events) for events in batches]
+        def first() -> None:
+            fd.append(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644))
+            os.write(fd[0], chunks[0])
+            os.fsync(fd[0])
+            directory_fd = os.open(floor_dir, os.O_RDONLY)
+            os.fsync(directory_fd)
+            os.close(directory_fd)
 
-            def run() -> None:
-                fd = os.open(floor_dir / session, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-                try:
-                    for chunk in chunks:
-                        os.write(fd, chunk)
-                        os.fsync(fd)
-                finally:
-                    os.close(fd)
+        def later(chunk: bytes) -> None:
+            os.write(fd[0], chunk)
+            os.fsync(fd[0])
 
-            return run
+        steps: list[Step] = [first, *(partial(later, c) for c in chunks[1:])]
+        return steps, lambda: os.close(fd[0])
 
-        lines.append(_append_ratio("jsonl", case, project, floor, rounds))
-    return lines
+    return [_append_ratio("jsonl", batch, store.append, floor_steps, rounds) for batch in BATCHES]
 
 
 def bench_postgres_appends(url: str, rounds: int) -> list[str]:
@@ -167,72 +156,82 @@ def bench_postgres_appends(url: str, rounds: int) -> list[str]:
     )
     raw.execute(f'ALTER TABLE "{schema}".floor ALTER COLUMN payload SET STORAGE EXTERNAL')
     raw.commit()
-    lines = []
+    copy_sql = (
+        f'COPY "{schema}".floor (session_id, seq, type, ts, payload) FROM STDIN (FORMAT BINARY)'
+    )
+
+    def floor_steps(batches: list[list[Event]]) -> tuple[list[Step], Step]:
+        rows = [[row_of(e) for e in events] for events in batches]
+
+        def step(batch_rows: list[tuple[str, int, str, float, bytes]]) -> None:
+            with raw.cursor() as cur, cur.copy(copy_sql) as copy:
+                copy.set_types(["text", "int8", "text", "float8", "bytea"])
+                for row in batch_rows:
+                    copy.write_row(row)
+            raw.commit()
+
+        return [partial(step, r) for r in rows], lambda: None
+
     try:
-        for batch in BATCHES:
-            case = AppendCase(batch)
-
-            def project(case: AppendCase = case) -> None:
-                session, batches = case.batches("p")
-                for events in batches:
-                    store.append(session, events, expected_seq=events[0].seq)
-
-            def floor(case: AppendCase = case) -> Callable[[], None]:
-                _, batches = case.batches("f")
-                rows = [[row_of(e) for e in events] for events in batches]
-                copy_sql = (
-                    f'COPY "{schema}".floor (session_id, seq, type, ts, payload) '
-                    "FROM STDIN (FORMAT BINARY)"
-                )
-
-                def run() -> None:
-                    for batch_rows in rows:
-                        with raw.cursor() as cur, cur.copy(copy_sql) as copy:
-                            copy.set_types(["text", "int8", "text", "float8", "bytea"])
-                            for row in batch_rows:
-                                copy.write_row(row)
-                        raw.commit()
-
-                return run
-
-            lines.append(_append_ratio("postgres", case, project, floor, rounds))
+        return [
+            _append_ratio("postgres", batch, store.append, floor_steps, rounds) for batch in BATCHES
+        ]
     finally:
         store.close()
         raw.execute(f'DROP SCHEMA "{schema}" CASCADE')
         raw.commit()
         raw.close()
-    return lines
 
 
 def _append_ratio(
     backend: str,
-    case: AppendCase,
-    project: Callable[[], None],
-    make_floor: Callable[[], Callable[[], None]],
+    batch: int,
+    append: Callable[..., None],
+    floor_steps: Callable[[list[list[Event]]], tuple[list[Step], Step]],
     rounds: int,
 ) -> str:
-    """Alternate project and floor; per-event µs, ratio = project/floor."""
-    best_project = best_floor = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        project()
-        best_project = min(best_project, time.perf_counter() - start)
-        run_floor = make_floor()  # rows encoded outside the timed part
-        start = time.perf_counter()
-        run_floor()
-        best_floor = min(best_floor, time.perf_counter() - start)
-    events = case.batch * case.appends
-    project_us = best_project / events * 1e6
-    floor_us = best_floor / events * 1e6
+    """Interleave the store's appends with the floor's, one append each in turn.
+
+    Each round appends ``BATCHES[batch]`` batches to a new session on both sides; the
+    side that goes first alternates at every append, so drifting machine load (fsync
+    latency, other processes) falls on both alike. The floor's rows are encoded before
+    its timed part. Figures are the median append, per event; ratio = project/floor.
+    """
+    project_times: list[float] = []
+    floor_times: list[float] = []
+    appends = BATCHES[batch]
+    for round_index in range(rounds):
+        session = f"p-{uuid.uuid4().hex[:8]}"
+        batches = _split(make_events(session, 0, batch * appends), batch)
+        floor, finish = floor_steps(_split(make_events(f"f-{session}", 0, batch * appends), batch))
+        for index, events in enumerate(batches):
+
+            def project(events: list[Event] = events, session: str = session) -> None:
+                append(session, events, expected_seq=events[0].seq)
+
+            pair = [(project_times, project), (floor_times, floor[index])]
+            if (round_index + index) % 2:
+                pair.reverse()
+            for sink, step in pair:
+                start = time.perf_counter()
+                step()
+                sink.append(time.perf_counter() - start)
+        finish()
+    project_us = statistics.median(project_times) / batch * 1e6
+    floor_us = statistics.median(floor_times) / batch * 1e6
     ratio = project_us / floor_us
     target = 1.2
     ok = "yes" if ratio <= target else "no"
-    if case.batch != 100:
+    if batch != 100:
         ok = f"{ok}(report-only)"
     return (
-        f"RATIO append_{backend}_batch{case.batch} project={project_us:.4g}us/event "
+        f"RATIO append_{backend}_batch{batch} project={project_us:.4g}us/event "
         f"baseline={floor_us:.4g}us/event ratio={ratio:.2f} target=<={target} ok={ok}"
     )
+
+
+def _split(events: list[Event], size: int) -> list[list[Event]]:
+    return [events[i : i + size] for i in range(0, len(events), size)]
 
 
 # ---------------------------------------------------------------------- reads
@@ -285,6 +284,7 @@ def bench_reads(directory: Path, url: str | None, rounds: int, count: int) -> li
         import psycopg
 
         pg_store.close()
+        assert url is not None
         with psycopg.connect(url, autocommit=True) as raw:
             raw.execute(f'DROP SCHEMA "{pg_store.schema}" CASCADE')
     sqlite_store.close()
@@ -326,7 +326,8 @@ def main() -> None:
             "UNIVERSAL_EVENT_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
         ),
     )
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=6, help="append rounds")
+    parser.add_argument("--read-rounds", type=int, default=5, help="best of, for reads")
     parser.add_argument("--events", type=int, default=100_000)
     args = parser.parse_args()
     directory = Path(tempfile.mkdtemp(prefix="ue-bench-stores-"))
@@ -334,7 +335,7 @@ def main() -> None:
     try:
         import psycopg
 
-        psycopg.connect(url, connect_timeout=3).close()
+        psycopg.connect(args.postgres, connect_timeout=3).close()
     except Exception as exc:  # report and go on without PostgreSQL
         print(f"# PostgreSQL unreachable ({exc}); skipping its figures")
         url = None
@@ -344,7 +345,7 @@ def main() -> None:
         lines += bench_jsonl_appends(directory, args.rounds)
         if url is not None:
             lines += bench_postgres_appends(url, args.rounds)
-        lines += bench_reads(directory, url, args.rounds, args.events)
+        lines += bench_reads(directory, url, args.read_rounds, args.events)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     for line in lines:

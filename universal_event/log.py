@@ -112,8 +112,8 @@ def effective_header(header: RequestHeaderEvent) -> RequestHeaderEvent:
 
 
 def _header_key(header: RequestHeaderEvent) -> tuple[Any, ...]:
-    """What makes two headers the same epoch: provider, api, model, system, tools and
-    the effective sampling. Adapter defaults that explicit settings override do not
+    """What makes two headers the same epoch: provider, api, model, system (with its
+    blocks' cache hints), tools and the effective sampling. Adapter defaults that explicit settings override do not
     count: they change nothing the model sees."""
     effective = effective_header(header)
     return (
@@ -121,6 +121,7 @@ def _header_key(header: RequestHeaderEvent) -> tuple[Any, ...]:
         effective.api,
         effective.model,
         effective.system,
+        msgspec.json.encode(effective.system_parts),
         msgspec.json.encode(effective.tools),
         msgspec.json.encode(effective.sampling, order="sorted"),
         msgspec.json.encode(header.sampling, order="sorted"),

@@ -26,10 +26,13 @@ from typing import Any, assert_never
 from adapters._render import (
     ANTHROPIC_TOOL_IDS,
     Group,
+    GroupRenderer,
+    OtherAssistantPart,
     RenderCache,
     RenderPolicy,
     RenderRun,
     create_parameters,
+    empty_message,
     foreign_reasoning,
     is_blank,
     map_tool_call_id,
@@ -38,7 +41,6 @@ from adapters._render import (
     reasoning_origin,
     replayable_server_part,
     request_body,
-    same_origin,
     source,
     warning,
 )
@@ -140,27 +142,18 @@ def _render_system(
     return header.system or None
 
 
-class _GroupRenderer:
+class _GroupRenderer(GroupRenderer):
     """Renders the groups of one request: Anthropic's wire shapes and rules 3, 7, 8, 10.
 
     The common parts (text, tool call, a tool result of one text) are built inline;
-    everything else goes through the general per-part functions below. Whether a
-    provenance is the target's own origin is worked out once per provenance.
+    everything else goes through the general per-part functions below.
     """
 
-    __slots__ = ("keep_cache", "origins", "policy", "target")
+    __slots__ = ("keep_cache",)
 
     def __init__(self, target: Provenance, policy: RenderPolicy) -> None:
-        self.target = target
-        self.policy = policy
+        super().__init__(target, policy)
         self.keep_cache = policy.keep_cache_control
-        self.origins: dict[Provenance | None, bool] = {}
-
-    def native(self, provenance: Provenance | None) -> bool:
-        known = self.origins.get(provenance)
-        if known is None:
-            known = self.origins[provenance] = same_origin(provenance, self.target)
-        return known
 
     def __call__(self, group: Group, out: list[dict[str, Any]]) -> None:
         warnings = group.warnings
@@ -181,11 +174,7 @@ class _GroupRenderer:
         for user in group.users:
             rendered = self.blocks(user.content, warnings)
             if not rendered:
-                warnings.append(
-                    warning(
-                        "empty_message", f"user message at seq {user.seq} has no content; dropped"
-                    )
-                )
+                warnings.append(empty_message(user))
                 continue
             out.append({"role": "user", "content": pending + rendered if pending else rendered})
             pending = []
@@ -221,7 +210,7 @@ class _GroupRenderer:
 
     def other_block(
         self,
-        part: RefusalPart | ThinkingPart | ServerToolCallPart | ServerToolResultPart | ImagePart,
+        part: OtherAssistantPart,
         message: AssistantMessage,
         warnings: list[WarningEvent],
     ) -> dict[str, Any] | None:

@@ -45,7 +45,6 @@ from universal_event.events import (
     AssistantMessageEvent,
     ErrorEvent,
     Event,
-    NativeUnknownEvent,
     Source,
     StepEndEvent,
     StepStartEvent,
@@ -227,8 +226,6 @@ class AnthropicAdapter(Adapter):
         self._turn_usage: Usage | None = None
         self._next_step = 0
         self._sse = SSEDecoder()
-        self._sse_tail = b""
-        self._sse_general = False
         self._mode: str | None = None  # "sse" | "json", decided by the first bytes
         self._json_buffer = bytearray()
         self._id_prefix = new_id()[:20] + "-"
@@ -265,11 +262,7 @@ class AnthropicAdapter(Adapter):
         out: list[Event] = []
         self._now = time.time()
         if self._mode == "sse":
-            if self._sse_general:
-                frames = self._sse.flush()
-            else:
-                frames = self._frame_decoder_for(self._sse_tail) if self._sse_tail.strip() else []
-            for frame in frames:
+            for frame in self._sse.flush():
                 self._on_frame(frame, out)
         elif self._json_buffer.strip():
             raw = bytes(self._json_buffer)
@@ -277,8 +270,6 @@ class AnthropicAdapter(Adapter):
                 self.unknown(None, raw.decode("utf-8", "replace"), "truncated or malformed JSON")
             )
         self._sse = SSEDecoder()
-        self._sse_tail = b""
-        self._sse_general = False
         self._mode = None
         self._json_buffer.clear()
         if self._message is not None:
@@ -320,22 +311,9 @@ class AnthropicAdapter(Adapter):
     ) -> EventT:
         """Like :meth:`Adapter.make`, with ``parent_id`` filled for nested streams."""
         fields.setdefault("parent_id", self.parent_id)
-        event = super().make(
+        return super().make(
             event_type, native_type=native_type, native_id=native_id, model=model, **fields
         )
-        if model is not None and "model" in event_type.__struct_fields__:
-            # ``model`` names the source's model in Adapter.make; events with a model
-            # field of their own (usage, session/start, request/header) get it too.
-            event = msgspec.structs.replace(event, model=model)
-        return event
-
-    def unknown(self, native_type: str | None, payload: Any, reason: str) -> NativeUnknownEvent:
-        """Keep an unrecognised native item; its type also in the event's own field.
-
-        (``Adapter.unknown`` fills only ``source.native_type``.)
-        """
-        event = super().unknown(native_type, payload, reason)
-        return msgspec.structs.replace(event, native_type=native_type)
 
     # ------------------------------------------------------------------ input front ends
 
@@ -351,41 +329,8 @@ class AnthropicAdapter(Adapter):
             self._feed_json(chunk, out)
 
     def _feed_sse(self, chunk: bytes, out: list[Event]) -> None:
-        """SSE framing. The API sends ``\n`` line ends only, so frames are split on the
-        blank line in one C-level pass; the first ``\r`` seen (a proxy rewrote the
-        stream) switches to the general :class:`SSEDecoder` for good."""
-        if self._sse_general or b"\r" in chunk:
-            if not self._sse_general:
-                self._sse_general = True
-                chunk, self._sse_tail = self._sse_tail + chunk, b""
-            for frame in self._sse.feed(chunk):
-                self._on_frame(frame, out)
-            return
-        raw_frames = (self._sse_tail + chunk).split(b"\n\n")
-        self._sse_tail = raw_frames.pop()
-        for raw in raw_frames:
-            self._on_raw_sse_frame(raw, out)
-
-    def _on_raw_sse_frame(self, frame: bytes, out: list[Event]) -> None:
-        if frame.startswith(b"event:"):
-            newline = frame.find(b"\n")
-            if (
-                newline != -1
-                and frame.startswith(b"data:", newline + 1)
-                and (frame.find(b"\n", newline + 1) == -1)
-            ):
-                # The usual shape: one event line, one data line.
-                data = frame[newline + 6 :]
-                event = frame[6:newline].strip().decode("utf-8", "replace")
-                self._on_frame(SSEFrame(event, data[1:] if data[:1] == b" " else data), out)
-                return
-        for parsed in self._frame_decoder_for(frame):
-            self._on_frame(parsed, out)
-
-    @staticmethod
-    def _frame_decoder_for(frame: bytes) -> list[SSEFrame]:
-        decoder = SSEDecoder()
-        return decoder.feed(frame + b"\n\n")
+        for frame in self._sse.feed(chunk):
+            self._on_frame(frame, out)
 
     def _feed_json(self, chunk: bytes, out: list[Event]) -> None:
         """A whole JSON body (non-streamed message, error) or JSON lines of events."""

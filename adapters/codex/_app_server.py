@@ -53,19 +53,12 @@ from typing import Any
 from adapters.codex._core import CodexCore, OpenItem, codex_usage, text_content
 from adapters.codex._exec import mcp_content
 from adapters.codex._wire import (
+    PARAMS,
     AgentMessageItem,
-    CommandOutputDeltaLine,
     DeltaParams,
-    FileOutputDeltaLine,
-    ItemCompletedLine,
     ItemParams,
-    ItemStartedLine,
-    MessageDeltaLine,
     PartParams,
-    ReasoningDeltaLine,
     ReasoningItem,
-    SummaryDeltaLine,
-    SummaryPartLine,
     decode_typed_line,
 )
 from universal_event.events import (
@@ -368,8 +361,7 @@ class AppServerLines(CodexCore):
         params = line.params if line.params is not None else line.payload
         if params is None:
             return False
-        method, handler = _TYPED_HANDLERS[type(line)]
-        handler(self, method, params, out)
+        _TYPED_HANDLERS[line.method](self, line.method, params, out)
         return True
 
     # A delta line from bytes opens a turn for a stream joined late (the dict path's
@@ -529,19 +521,18 @@ def _user_parts(content: Any) -> list[UserPart]:
     return parts
 
 
-_TypedHandler = Callable[[AppServerLines, str, Any, list[Event]], None]
-_TYPED: tuple[tuple[type[Any], _TypedHandler], ...] = (
-    (MessageDeltaLine, AppServerLines._typed_message_delta),
-    (SummaryDeltaLine, AppServerLines._typed_summary_delta),
-    (ReasoningDeltaLine, AppServerLines._typed_reasoning_delta),
-    (CommandOutputDeltaLine, AppServerLines._typed_output_delta),
-    (FileOutputDeltaLine, AppServerLines._typed_output_delta),
-    (SummaryPartLine, AppServerLines._typed_summary_part),
-    (ItemStartedLine, AppServerLines._typed_item_started),
-    (ItemCompletedLine, AppServerLines._typed_item_completed),
-)
-_TYPED_HANDLERS = {cls: (str(cls.__struct_config__.tag), handler) for cls, handler in _TYPED}
-"""Typed line struct → (method, handler): the fast path for the common lines."""
+_TYPED_HANDLERS: dict[str, Callable[[AppServerLines, str, Any, list[Event]], None]] = {
+    "item/agentMessage/delta": AppServerLines._typed_message_delta,
+    "item/reasoning/summaryTextDelta": AppServerLines._typed_summary_delta,
+    "item/reasoning/textDelta": AppServerLines._typed_reasoning_delta,
+    "item/commandExecution/outputDelta": AppServerLines._typed_output_delta,
+    "item/fileChange/outputDelta": AppServerLines._typed_output_delta,
+    "item/reasoning/summaryPartAdded": AppServerLines._typed_summary_part,
+    "item/started": AppServerLines._typed_item_started,
+    "item/completed": AppServerLines._typed_item_completed,
+}
+"""Method → handler of its typed line: the fast path for the common lines."""
+assert _TYPED_HANDLERS.keys() == PARAMS.keys(), "one handler per typed method"
 
 _HANDLERS = {
     "thread/started": AppServerLines._thread_started,

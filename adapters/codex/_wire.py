@@ -2,8 +2,8 @@
 
 Most lines of an app-server stream are deltas and ``item/started`` / ``item/completed``
 of agent messages, reasoning and user messages. Those are decoded straight into the
-structs below (one prebuilt decoder, unknown fields skipped, no dicts built), tagged on
-the line's ``method``. Only what the adapter reads is declared, with the types the
+structs below (one prebuilt decoder per method, unknown fields skipped, no dicts
+built). Only what the adapter reads is declared, with the types the
 captures show (``tests/fixtures/captured/codex/app_server/*/wire``); a line of another
 method, item type or shape fails to decode here and goes down the general dict path,
 which reads it exactly as before. The capture harness's ``notifications.jsonl`` says
@@ -12,13 +12,14 @@ which reads it exactly as before. The capture harness's ``notifications.jsonl`` 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
 __all__ = [
     "AgentMessageItem",
     "DeltaParams",
+    "PARAMS",
     "ItemParams",
     "PartParams",
     "ReasoningItem",
@@ -66,73 +67,61 @@ class ItemParams(msgspec.Struct):
     item: AgentMessageItem | ReasoningItem | UserMessageItem
 
 
-class _Line(msgspec.Struct, tag_field="method"):
-    pass
+ParamsT = TypeVar("ParamsT")
 
 
-class MessageDeltaLine(_Line, tag="item/agentMessage/delta"):
-    params: DeltaParams | None = None
-    payload: DeltaParams | None = None
+class TypedLine(msgspec.Struct, Generic[ParamsT]):
+    """A notification line of one of :data:`PARAMS`' methods."""
+
+    method: str
+    params: ParamsT | None = None
+    payload: ParamsT | None = None
 
 
-class SummaryDeltaLine(_Line, tag="item/reasoning/summaryTextDelta"):
-    params: DeltaParams | None = None
-    payload: DeltaParams | None = None
+PARAMS: dict[str, type[Any]] = {
+    "item/agentMessage/delta": DeltaParams,
+    "item/reasoning/summaryTextDelta": DeltaParams,
+    "item/reasoning/textDelta": DeltaParams,
+    "item/commandExecution/outputDelta": DeltaParams,
+    "item/fileChange/outputDelta": DeltaParams,
+    "item/reasoning/summaryPartAdded": PartParams,
+    "item/started": ItemParams,
+    "item/completed": ItemParams,
+}
+"""The methods decoded here → their params struct."""
+
+_decoders: dict[bytes, tuple[msgspec.json.Decoder[TypedLine[Any]], str]] = {
+    method.encode(): (msgspec.json.Decoder(TypedLine[params]), method)  # type: ignore[valid-type]
+    for method, params in PARAMS.items()
+}
+_WIRE_HEAD = b'{"method":"'
 
 
-class ReasoningDeltaLine(_Line, tag="item/reasoning/textDelta"):
-    params: DeltaParams | None = None
-    payload: DeltaParams | None = None
-
-
-class CommandOutputDeltaLine(_Line, tag="item/commandExecution/outputDelta"):
-    params: DeltaParams | None = None
-    payload: DeltaParams | None = None
-
-
-class FileOutputDeltaLine(_Line, tag="item/fileChange/outputDelta"):
-    params: DeltaParams | None = None
-    payload: DeltaParams | None = None
-
-
-class SummaryPartLine(_Line, tag="item/reasoning/summaryPartAdded"):
-    params: PartParams | None = None
-    payload: PartParams | None = None
-
-
-class ItemStartedLine(_Line, tag="item/started"):
-    params: ItemParams | None = None
-    payload: ItemParams | None = None
-
-
-class ItemCompletedLine(_Line, tag="item/completed"):
-    params: ItemParams | None = None
-    payload: ItemParams | None = None
-
-
-TypedLine = (
-    MessageDeltaLine
-    | SummaryDeltaLine
-    | ReasoningDeltaLine
-    | CommandOutputDeltaLine
-    | FileOutputDeltaLine
-    | SummaryPartLine
-    | ItemStartedLine
-    | ItemCompletedLine
-)
-
-_decoder: msgspec.json.Decoder[TypedLine] = msgspec.json.Decoder(TypedLine)
-
-
-def decode_typed_line(raw: bytes) -> TypedLine | None:
+def decode_typed_line(raw: bytes) -> TypedLine[Any] | None:
     """``raw`` as a typed line, or None when it is not one (general path).
 
-    A line of another method (thread status, rate limits, ...) fails at its tag, the
-    first key on the wire: cheaper than peeking at every line's method beforehand.
+    The method is peeked at first, so that a line of another method (thread status,
+    rate limits, ...) never reaches a decoder. On the wire the method is the first key:
+    the peek is exact. In another key order (the capture harness's files) a
+    ``"method"`` key nested before the line's own could mislead it: the decoded method
+    must agree.
     """
-    if b'"method"' not in raw:  # exec lines, JSON-RPC responses
+    if raw.startswith(_WIRE_HEAD):
+        wire_order = True
+        method = raw[11 : raw.find(b'"', 11)]
+    else:
+        key = raw.find(b'"method"')
+        if key == -1:  # exec lines, JSON-RPC responses
+            return None
+        wire_order = False
+        quote = raw.find(b'"', key + 8) + 1  # the value's, after ``:`` and any blanks
+        method = raw[quote : raw.find(b'"', quote)]
+    entry = _decoders.get(method)
+    if entry is None:
         return None
+    decoder, name = entry
     try:
-        return _decoder.decode(raw)
-    except msgspec.DecodeError:
+        line = decoder.decode(raw)
+    except msgspec.DecodeError:  # another item type, a field of another type, ...
         return None
+    return line if wire_order or line.method == name else None

@@ -37,23 +37,24 @@ from typing import Any, assert_never
 from adapters._render import (
     CHAT_TOOL_IDS,
     Group,
+    GroupRenderer,
+    OtherAssistantPart,
     RenderCache,
     RenderPolicy,
     RenderRun,
+    add_openai_users,
     create_parameters,
-    data_url,
     foreign_reasoning,
     image_url,
     is_blank,
     json_arguments,
-    lone_text_or_parts,
     map_tool_call_id,
+    openai_file,
     parse_arguments,
     parse_data_url,
     parse_header,
     reasoning_origin,
     request_body,
-    same_origin,
     source,
     warning,
 )
@@ -132,25 +133,13 @@ def render_request(
     return run.finish(kwargs, _accepted(), warnings)
 
 
-class _GroupRenderer:
+class _GroupRenderer(GroupRenderer):
     """Renders the groups of one request: Chat's wire shapes and rules 7 and 9.
 
-    Text, tool calls and a tool result of one text are built inline; whether a
-    provenance is the target's own origin is worked out once per provenance.
+    Text, tool calls and a tool result of one text are built inline.
     """
 
-    __slots__ = ("origins", "policy", "target")
-
-    def __init__(self, target: Provenance, policy: RenderPolicy) -> None:
-        self.target = target
-        self.policy = policy
-        self.origins: dict[Provenance | None, bool] = {}
-
-    def native(self, provenance: Provenance | None) -> bool:
-        known = self.origins.get(provenance)
-        if known is None:
-            known = self.origins[provenance] = same_origin(provenance, self.target)
-        return known
+    __slots__ = ()
 
     def __call__(self, group: Group, out: list[dict[str, Any]]) -> None:
         warnings = group.warnings
@@ -163,16 +152,7 @@ class _GroupRenderer:
             out.append(_tool_message(result, moved, warnings))
         if moved:  # rule 9: after every tool message of the window, never between them
             out.append({"role": "user", "content": moved})
-        for user in group.users:
-            content = lone_text_or_parts(user.content, _user_part, warnings)
-            if content:
-                out.append({"role": "user", "content": content})
-            else:
-                warnings.append(
-                    warning(
-                        "empty_message", f"user message at seq {user.seq} has no content; dropped"
-                    )
-                )
+        add_openai_users(group, _user_part, out)
 
     def assistant_message(
         self, message: AssistantMessage, warnings: list[WarningEvent]
@@ -204,7 +184,7 @@ class _GroupRenderer:
 
     def other_part(
         self,
-        part: RefusalPart | ThinkingPart | ServerToolCallPart | ServerToolResultPart | ImagePart,
+        part: OtherAssistantPart,
         message: AssistantMessage,
         texts: list[str],
         refusals: list[str],
@@ -303,13 +283,8 @@ def _user_part(part: UserPart, warnings: list[WarningEvent]) -> dict[str, Any] |
     if isinstance(part, DocumentPart):
         if part.text is not None:
             return {"type": "text", "text": part.text}
-        file: dict[str, Any] = {}
-        if part.file_id is not None:
-            file["file_id"] = part.file_id
-        elif part.data is not None:
-            file["file_data"] = data_url(part.media_type or "application/pdf", part.data)
-            file["filename"] = part.filename or "document.pdf"
-        else:
+        file = openai_file(part)
+        if file is None:
             warnings.append(warning("document_dropped", "document by URL has no Chat form"))
             return None
         return {"type": "file", "file": file}

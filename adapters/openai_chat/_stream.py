@@ -285,30 +285,6 @@ class OpenAIChatAdapter(Adapter):
             self._on_error(body, out, http_status=status, native={"error": body})
         return out
 
-    def make(
-        self,
-        event_type: type[EventT],
-        *,
-        native_type: str | None = None,
-        native_id: str | None = None,
-        model: str | None = None,
-        **fields: Any,
-    ) -> EventT:
-        """Like :meth:`Adapter.make`, with cheaper ids and shared ``Source`` objects.
-
-        Ids are a per-adapter random prefix plus a counter: unique, and the hot path
-        (one event per streamed chunk) skips a ``uuid4`` per event.
-        """
-        fields.setdefault("turn_id", self.turn_id)
-        fields.setdefault("step", self.step)
-        return event_type(
-            id=f"{self._id_prefix}{next(self._counter):x}",
-            session_id=self.session_id,
-            ts=time.time(),
-            source=self._source(native_type, native_id, model),
-            **fields,
-        )
-
     # ------------------------------------------------------------ input kinds
 
     def _feed_bytes(self, data: bytes, out: list[Event]) -> None:
@@ -749,16 +725,16 @@ class OpenAIChatAdapter(Adapter):
             response.pending_usage = None
         usage = openai_usage(native)
         self._turn_usage = usage if self._turn_usage is None else self._turn_usage + usage
-        event = self.make(
-            UsageEvent,
-            native_type=CHUNK,
-            native_id=response_id or None,
-            model=model or None,
-            usage=usage,
-            message_id=response_id or None,
+        out.append(
+            self.make(
+                UsageEvent,
+                native_type=CHUNK,
+                native_id=response_id or None,
+                model=model or None,
+                usage=usage,
+                message_id=response_id or None,
+            )
         )
-        # ``make`` takes ``model`` for the envelope's Source; the event's own field too.
-        out.append(msgspec.structs.replace(event, model=model or None))
 
     def _on_error(
         self,
@@ -818,10 +794,7 @@ class OpenAIChatAdapter(Adapter):
         if native_type is None and isinstance(payload, dict):
             kind = payload.get("object") or payload.get("type")
             native_type = kind if isinstance(kind, str) else None
-        event = self.unknown(native_type, payload, reason)
-        # ``make`` (behind ``unknown``) puts ``native_type`` on the Source only; the
-        # event has a field of the same name that readers look at first.
-        return msgspec.structs.replace(event, native_type=native_type)
+        return self.unknown(native_type, payload, reason)
 
 
 def _as_object(raw: bytes | dict[str, Any]) -> Any:

@@ -26,24 +26,24 @@ from typing import Any, assert_never
 from adapters._render import (
     RESPONSES_TOOL_IDS,
     Group,
+    GroupRenderer,
     RenderCache,
     RenderPolicy,
     RenderRun,
+    add_openai_users,
     create_parameters,
-    data_url,
     foreign_reasoning,
     image_url,
     is_blank,
     json_arguments,
-    lone_text_or_parts,
     map_tool_call_id,
+    openai_file,
     parse_arguments,
     parse_data_url,
     parse_header,
     reasoning_origin,
     replayable_server_part,
     request_body,
-    same_origin,
     source,
     warning,
 )
@@ -56,7 +56,7 @@ from universal_event.events import (
     UserMessageEvent,
     WarningEvent,
 )
-from universal_event.messages import AssistantMessage, Message, ToolMessage
+from universal_event.messages import AssistantMessage, Message
 from universal_event.parts import (
     AssistantPart,
     Citation,
@@ -115,48 +115,40 @@ def render_request(
     return run.finish(kwargs, _accepted(), warnings)
 
 
-class _GroupRenderer:
+class _GroupRenderer(GroupRenderer):
     """Renders the groups of one request: Responses items and rules 4 and 5.
 
-    An assistant message without reasoning (the common case) needs no pairing
-    analysis; its text and tool calls are built inline. Whether a provenance is the
-    target's own origin is worked out once per provenance.
+    ``stored``: the request does not set ``store: false`` (rule 4 needs
+    ``encrypted_content`` when it does).
     """
 
-    __slots__ = ("origins", "policy", "stored", "target")
+    __slots__ = ("stored",)
 
     def __init__(self, target: Provenance, policy: RenderPolicy, stored: bool) -> None:
-        self.target = target
-        self.policy = policy
+        super().__init__(target, policy)
         self.stored = stored
-        self.origins: dict[Provenance | None, bool] = {}
-
-    def native(self, provenance: Provenance | None) -> bool:
-        known = self.origins.get(provenance)
-        if known is None:
-            known = self.origins[provenance] = same_origin(provenance, self.target)
-        return known
 
     def __call__(self, group: Group, out: list[dict[str, Any]]) -> None:
         warnings = group.warnings
         if group.assistant is not None:
             self.assistant_items(group.assistant, out, warnings)
+        calls = group.calls
         for result in group.results:
-            call = group.calls.get(result.call_id)
+            parts = result.content
             out.append(
                 {
+                    # every result (synthetic ones too) answers a call of this group
                     "type": "custom_tool_call_output"
-                    if call is not None and call.kind == "custom"
+                    if calls[result.call_id].kind == "custom"
                     else "function_call_output",
                     "call_id": _IDS.get(result.call_id)
                     or map_tool_call_id(result.call_id, RESPONSES_TOOL_IDS),
-                    "output": _output(result, warnings),
+                    "output": parts[0].text
+                    if len(parts) == 1 and type(parts[0]) is TextPart  # the common case
+                    else _output(parts, warnings),
                 }
             )
-        for user in group.users:
-            content = lone_text_or_parts(user.content, _input_part, warnings)
-            if content:
-                out.append({"role": "user", "content": content})
+        add_openai_users(group, _input_part, out)
 
     def replayable(self, part: ThinkingPart, message: AssistantMessage, index: int) -> bool:
         """Rule 4: same origin, an ``rs_`` id, a following item, and encrypted content
@@ -172,10 +164,10 @@ class _GroupRenderer:
     ) -> None:
         replay: dict[int, bool] = {}  # per reasoning part: replayed natively?
         for index, part in enumerate(message.content):
-            if isinstance(part, ThinkingPart):
+            if type(part) is ThinkingPart:
                 replay[index] = self.replayable(part, message, index)
         # rule 4: fc_ / msg_ ids go back only to their origin, with all its reasoning
-        keep_ids = self.native(message.provenance) and all(replay.values())
+        keep_ids = self.native(message.provenance) and (not replay or all(replay.values()))
         for index, part in enumerate(message.content):
             if isinstance(part, ToolCallPart):
                 items.append(_call_item(part, keep_ids))
@@ -282,9 +274,11 @@ def _call_item(part: ToolCallPart, keep_ids: bool) -> dict[str, Any]:
     return item
 
 
-def _output(result: ToolMessage, warnings: list[WarningEvent]) -> str | list[dict[str, Any]]:
-    parts = result.content
-    if len(parts) == 1 and type(parts[0]) is TextPart:  # the common case
+def _output(
+    parts: Sequence[ResultPart], warnings: list[WarningEvent]
+) -> str | list[dict[str, Any]]:
+    """A tool result's ``output``: a lone text as the string, else input parts."""
+    if len(parts) == 1 and isinstance(parts[0], TextPart):
         return parts[0].text
     if not parts:
         return ""
@@ -308,15 +302,10 @@ def _input_part(part: ResultPart, warnings: list[WarningEvent]) -> dict[str, Any
     if isinstance(part, DocumentPart):
         if part.text is not None:
             return {"type": "input_text", "text": part.text}
-        file: dict[str, Any] = {"type": "input_file"}
-        if part.file_id is not None:
-            file["file_id"] = part.file_id
-        elif part.data is not None:
-            file["file_data"] = data_url(part.media_type or "application/pdf", part.data)
-            file["filename"] = part.filename or "document.pdf"
-        elif part.url is not None:
-            file["file_url"] = part.url
-        return file
+        file = openai_file(part)
+        if file is None and part.url is not None:
+            file = {"file_url": part.url}
+        return {"type": "input_file", **(file or {})}
     assert_never(part)
 
 

@@ -511,7 +511,7 @@ class OpenAIResponsesAdapter(Adapter):
             return _HANDLERS[type(event)](self, event)
         if isinstance(event, wire.Lifecycle) and self._is_new(event.response.id):
             self._last_seq = None  # numbering restarts with each response
-        warnings = self._check_sequence(sequence, event.__struct_config__.tag)
+        warnings = self._check_sequence(sequence, _TAGS[type(event)])
         return warnings + _HANDLERS[type(event)](self, event)
 
     def _check_sequence(self, sequence: Any, native_type: Any) -> list[Event]:
@@ -543,8 +543,7 @@ class OpenAIResponsesAdapter(Adapter):
     # ------------------------------------------------------------------ lifecycle
 
     def _on_lifecycle(self, event: wire.Lifecycle) -> list[Event]:
-        native_type = event.__struct_config__.tag
-        assert isinstance(native_type, str)
+        native_type = _TAGS[type(event)]
         body = event.response
         events: list[Event] = []
         response = self._response
@@ -757,7 +756,7 @@ class OpenAIResponsesAdapter(Adapter):
         """The hot path: one delta → one chunk (and the partial item grows)."""
         response = self._response or self._current()
         partial = response.partial.get(event.output_index)
-        native_type: str = event.__struct_config__.tag  # type: ignore[assignment]
+        native_type = _TAGS[type(event)]
         meta: tuple[Source, str | None, str | None]
         if partial is None:
             meta = (self._source(native_type, event.item_id or None), None, None)
@@ -955,6 +954,10 @@ _CHUNK_KINDS: dict[type[Any], ChunkKind] = {
 tool's ``tool_arguments``)."""
 
 _WIRE_BY_TAG: dict[str, type[Any]] = {cls.__struct_config__.tag: cls for cls in _SLOTS}
+
+_TAGS: dict[type[Any], str] = {cls: str(cls.__struct_config__.tag) for cls in _HANDLERS}
+"""Wire struct → its ``type`` tag (``__struct_config__`` builds a new object per access:
+too slow for the per-delta path)."""
 
 
 # ---------------------------------------------------------------------- helpers

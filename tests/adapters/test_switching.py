@@ -22,6 +22,7 @@ import msgspec
 import pytest
 
 from adapters._render import RenderPolicy, same_origin
+from adapters.openai_chat._request import TOOL_ERROR_MARKER
 from tests.adapters._render_support import FIXTURES, log_of, validate_history
 from tests.adapters.test_render_oracle import TARGETS, _response_events, module, recording
 from universal_event.events import Event, UserMessageEvent
@@ -137,7 +138,7 @@ def chat_body() -> dict[str, Any]:
                 ],
             },
             {"role": "tool", "tool_call_id": "call_w1", "content": "sunny"},
-            {"role": "tool", "tool_call_id": "call_c1", "content": "error: clock offline"},
+            {"role": "tool", "tool_call_id": "call_c1", "content": "[tool error] clock offline"},
             {"role": "assistant", "content": "A red square; Paris is sunny; the clock failed."},
             {"role": "user", "content": "Thanks. Anything else?"},
         ],
@@ -346,6 +347,43 @@ def test_switching_matrix_renders_every_turn_without_foreign_reasoning(
     for value in own:
         assert value in rendered, f"{source} reasoning lost for its own model"
     assert "<image>" not in rendered and PNG in rendered  # the image travels
+
+
+def failed_results(target: str, kwargs: dict[str, Any]) -> int:
+    """How many tool results the rendered request marks as failed (Anthropic
+    ``is_error``, Chat's error marker; Responses outputs carry no such mark)."""
+    if target == "anthropic":
+        return sum(
+            1
+            for message in kwargs["messages"]
+            if isinstance(message["content"], list)
+            for block in message["content"]
+            if block.get("type") == "tool_result" and block.get("is_error")
+        )
+    return sum(
+        1
+        for message in kwargs["messages"]
+        if message["role"] == "tool"
+        and _first_text(message["content"]).startswith(TOOL_ERROR_MARKER)
+    )
+
+
+def _first_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return str(content[0]["text"]) if content else ""
+
+
+@pytest.mark.parametrize("target", ["anthropic", "openai-chat"])
+@pytest.mark.parametrize("source", SOURCES)
+def test_switching_keeps_failed_tool_calls_failed(source: str, target: str) -> None:
+    """Every failed result of the log is failed in a target that can say so."""
+    events = source_events(source)
+    messages = log_of(events).derive_messages()
+    failed = sum(1 for m in messages if isinstance(m, ToolMessage) and m.is_error)
+    if source != "openai-responses":  # a Responses history cannot say that a call failed
+        assert failed
+    assert failed_results(target, render_for(target, events, TARGET_MODELS[target])) == failed
 
 
 RESPONSE_OF = {

@@ -68,6 +68,18 @@ def test_header_is_written_at_the_first_request_and_only_on_change() -> None:
     assert log.store.latest_seq(log.session_id) == log.next_seq - 1  # checkpointed
 
 
+def test_a_change_of_system_block_cache_hints_is_a_new_epoch() -> None:
+    from universal_event.parts import TextPart
+
+    log = SessionLog()
+    plain = [TextPart(text="be brief")]
+    cached = [TextPart(text="be brief", cache_control={"type": "ephemeral"})]
+    log.update_header(header(system="be brief", system_parts=plain))
+    log.update_header(header(system="be brief", system_parts=plain))
+    log.update_header(header(system="be brief", system_parts=cached))
+    assert [h.system_parts for h in headers_in(log)] == [plain, cached]
+
+
 def test_explicit_settings_override_adapter_defaults() -> None:
     log = SessionLog()
     log.update_header(header())

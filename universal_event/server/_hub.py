@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -42,13 +43,15 @@ from dataclasses import dataclass, field
 import anyio
 import anyio.to_thread
 
-from universal_event.events import Event, EventBase
+from universal_event.events import EventBase
 from universal_event.sse import encode_event
 from universal_event.stores import Store
 
 __all__ = ["Chunk", "ClientBuffer", "Hub", "SessionFeed", "make_chunk"]
 
 logger = logging.getLogger("universal_event.server")
+import os
+_GROUP = int(os.environ.get("FANOUT_GROUP", "0"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +136,15 @@ class ClientBuffer:
         else:
             self._chunks.append(chunk)
             self._queued += chunk.count
+        if _GROUP:
+            return
+        self._wake()
+
+    @property
+    def waiting(self) -> bool:
+        return self._waiter is not None and not self._waiter.done()
+
+    def wake(self) -> None:
         self._wake()
 
     def close(self) -> None:
@@ -182,6 +194,12 @@ class SessionFeed:
     published: int = -1
     subscribers: set[ClientBuffer] = field(default_factory=set)
     task: asyncio.Task[None] | None = None
+    stopping: bool = False
+    _to_wake: deque[ClientBuffer] = field(default_factory=deque)
+    _to_wake_set: set[ClientBuffer] = field(default_factory=set)
+    _waking: bool = False
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once ``published`` holds the store's latest seq (see :meth:`Hub.subscribe`)."""
 
     def publish(self, events: Sequence[EventBase]) -> None:
         """Hand the contiguous continuation of ``events`` to every subscriber."""
@@ -199,27 +217,67 @@ class SessionFeed:
             chunk = make_chunk(fresh)
             for buffer in self.subscribers:
                 buffer.push(chunk)
+            if _GROUP:
+                for buffer in self.subscribers:
+                    if buffer.waiting and buffer not in self._to_wake_set:
+                        self._to_wake.append(buffer)
+                        self._to_wake_set.add(buffer)
+                if not self._waking:
+                    self._wake_some()
+
+    def _wake_some(self) -> None:
+        for _ in range(min(_GROUP, len(self._to_wake))):
+            buffer = self._to_wake.popleft()
+            self._to_wake_set.discard(buffer)
+            buffer.wake()
+        self._waking = bool(self._to_wake)
+        if self._waking:
+            asyncio.get_running_loop().call_soon(self._wake_some)
 
     async def run(self) -> None:
         """Tail the store while anyone listens."""
-        self.published = await anyio.to_thread.run_sync(
+        latest = await anyio.to_thread.run_sync(
             self.store.latest_seq, self.session_id, limiter=self.tail_limiter
         )
-        while self.subscribers:
-            try:
-                events: list[Event] = await anyio.to_thread.run_sync(
-                    self._tail, self.published, abandon_on_cancel=True, limiter=self.tail_limiter
-                )
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # a store hiccup must not kill every client's stream
-                logger.exception("tail of session %r failed; retrying", self.session_id)
-                await asyncio.sleep(self.tail_timeout)
-                continue
-            self.publish(events)
+        # A local publish may have got in first (a new session's seq 0): never go back.
+        self.published = max(self.published, latest)
+        self.ready.set()
+        loop = asyncio.get_running_loop()
+        # The thread checks for subscribers off the loop; this check, on the loop, runs
+        # in the same step as the caller's clean-up, so no subscriber can slip between.
+        while self.subscribers and not self.stopping:
+            await anyio.to_thread.run_sync(
+                self._tail_loop, loop, abandon_on_cancel=True, limiter=self.tail_limiter
+            )
 
-    def _tail(self, after_seq: int) -> list[Event]:
-        return self.store.tail(self.session_id, after_seq, timeout=self.tail_timeout)
+    def _tail_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Tail in this worker thread until nobody listens; results go to the loop.
+
+        One thread per feed for its whole life, rather than one thread hop per tail:
+        every local append wakes the tail (the store notifies), so a hop back to the
+        loop and out again per result cost two thread switches per append.
+        """
+        after = self.published
+        while self.subscribers and not self.stopping:
+            try:
+                # ``published`` is ahead when local appends were published first.
+                events = self.store.tail(
+                    self.session_id, max(after, self.published), timeout=self.tail_timeout
+                )
+            except Exception:  # a store hiccup must not kill every client's stream
+                if self.stopping:
+                    return  # the store may be closing under us
+                logger.exception("tail of session %r failed; retrying", self.session_id)
+                time.sleep(self.tail_timeout)
+                continue
+            if events:
+                # Consecutive from the store, published in order on the loop: the next
+                # tail may start after them before they are published.
+                after = events[-1].seq
+                try:
+                    loop.call_soon_threadsafe(self.publish, events)
+                except RuntimeError:  # the loop is closed: the server stopped
+                    return
 
 
 class Hub:
@@ -243,8 +301,14 @@ class Hub:
         self._ticker: asyncio.Task[None] | None = None
         self.overflow_disconnects = 0
 
-    def subscribe(self, session_id: str, buffer: ClientBuffer) -> SessionFeed:
-        """``buffer`` receives every chunk the session's feed publishes from now on."""
+    async def subscribe(self, session_id: str, buffer: ClientBuffer) -> SessionFeed:
+        """``buffer`` receives every chunk the session's feed publishes from now on.
+
+        Returns once the feed knows the store's latest seq: every event up to the feed's
+        ``published`` is stored by then, every later one will reach ``buffer``, so a
+        client that reads the store *after* this call misses nothing in between (it
+        cannot see a feed whose start point is still moving).
+        """
         feed = self._feeds.get(session_id)
         if feed is None:
             feed = SessionFeed(session_id, self.store, self.tail_timeout, self.tail_limiter)
@@ -255,6 +319,11 @@ class Hub:
             feed.task = loop.create_task(self._pump(feed))
         if self._ticker is None or self._ticker.done():
             self._ticker = loop.create_task(self._tick())
+        try:
+            await feed.ready.wait()
+        except BaseException:
+            feed.subscribers.discard(buffer)
+            raise
         return feed
 
     def unsubscribe(self, feed: SessionFeed, buffer: ClientBuffer) -> None:
@@ -269,10 +338,16 @@ class Hub:
         if feed is not None and feed.task is not None and not feed.task.done():
             feed.publish(events)
 
+    def subscribers(self, session_id: str) -> int:
+        """How many clients watch the session live in this process."""
+        feed = self._feeds.get(session_id)
+        return 0 if feed is None else len(feed.subscribers)
+
     async def _pump(self, feed: SessionFeed) -> None:
         try:
             await feed.run()
         finally:
+            feed.ready.set()  # a failed start must not leave subscribers waiting
             if not feed.subscribers and self._feeds.get(feed.session_id) is feed:
                 del self._feeds[feed.session_id]
 
@@ -286,6 +361,8 @@ class Hub:
 
     async def stop(self) -> None:
         """Cancel every pump and the ticker (on shutdown)."""
+        for feed in self._feeds.values():
+            feed.stopping = True  # its tail thread ends within one tail timeout
         tasks = [feed.task for feed in self._feeds.values() if feed.task is not None]
         if self._ticker is not None:
             tasks.append(self._ticker)

@@ -18,6 +18,13 @@ directory, cuts it under the lock. Lines before it are never touched.
 Concurrency. Every append takes an exclusive ``flock`` on the session file, re-checks
 the last seq in the file, and raises :class:`ConflictError` when another process got
 there first: two processes never interleave lines, never leave a gap or a duplicate.
+The store keeps the files it appends to open between appends (the lock is still taken
+and released around each one); before writing it checks that the path still names the
+file it holds, so a session deleted or replaced by another process is reopened.
+
+Reads take whole blocks of complete lines and decode each block as one JSON array
+(newlines become commas); a block that does not check out is decoded line by line,
+which names the damaged seq.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
@@ -39,8 +47,11 @@ from universal_event.codec import encode_lines
 from universal_event.errors import ConflictError, CorruptEventError, SessionNotFoundError
 from universal_event.events import Event, EventBase
 from universal_event.stores._base import (
+    DECODE_BATCH,
+    Batches,
     SessionInfo,
     check_batch,
+    decode_batches,
     decode_stored,
     encode_for,
     poll_tail,
@@ -53,6 +64,10 @@ _log = logging.getLogger(__name__)
 
 _SUFFIX = ".jsonl"
 _TAIL_CHUNK = 1 << 16
+_READ_CHUNK = 1 << 18
+"""Bytes read at a time (memory stays bounded: a block of lines at a time)."""
+_MAX_OPEN_FILES = 64
+"""Session files kept open between appends; the least recently used is closed first."""
 
 
 class _Header(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -100,6 +115,8 @@ class JsonlStore:
         self._lock = threading.RLock()
         self._appended = threading.Condition(threading.Lock())
         self._positions: dict[str, _Position] = {}
+        self._open_files: dict[str, int] = {}
+        """Session → descriptor of its file, unlocked between appends (insertion = LRU order)."""
         self._cut_torn_tails()
 
     @classmethod
@@ -122,9 +139,8 @@ class JsonlStore:
 
     def append(self, session_id: str, events: Sequence[EventBase], *, expected_seq: int) -> None:
         check_batch(session_id, events, expected_seq)
-        path = self._path(session_id)
         with self._lock:
-            fd = _open_locked(path, create=expected_seq == 0 and bool(events))
+            fd = self._lock_file(session_id, create=expected_seq == 0 and bool(events))
             if fd is None:
                 if expected_seq != 0:
                     raise ConflictError(session_id, expected_seq, 0)
@@ -155,9 +171,40 @@ class JsonlStore:
                     stat.st_ino, events[-1].seq, size + len(data)
                 )
             finally:
-                os.close(fd)  # releases the flock
+                fcntl.flock(fd, fcntl.LOCK_UN)
         with self._appended:
             self._appended.notify_all()
+
+    def _lock_file(self, session_id: str, *, create: bool) -> int | None:
+        """The session file's descriptor, holding its flock; ``None`` when it does not exist.
+
+        A kept descriptor is reused when the path still names its file (another process
+        may have deleted the session, or deleted and created it again, since).
+        """
+        path = self._path(session_id)
+        fd = self._open_files.pop(session_id, None)
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                same = os.stat(path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:
+                os.close(fd)
+                fd = None
+        if fd is None:
+            fd = _open_locked(path, create=create)
+            if fd is None:
+                return None
+            while len(self._open_files) >= _MAX_OPEN_FILES:
+                os.close(self._open_files.pop(next(iter(self._open_files))))
+        self._open_files[session_id] = fd  # now the most recently used
+        return fd
+
+    def _close_file(self, session_id: str) -> None:
+        fd = self._open_files.pop(session_id, None)
+        if fd is not None:
+            os.close(fd)
 
     def fork(self, source_id: str, new_id: str, *, upto_seq: int) -> None:
         """Write the copy to a temporary file, then link it in (atomic, never clobbers)."""
@@ -194,6 +241,7 @@ class JsonlStore:
     def delete(self, session_id: str) -> None:
         path = self._path(session_id)
         with self._lock:
+            self._close_file(session_id)
             fd = _open_locked(path, create=False)
             if fd is None:
                 return
@@ -207,6 +255,9 @@ class JsonlStore:
 
     def read(self, session_id: str, start: int = 0, end: int | None = None) -> Iterator[Event]:
         """Stream lines from the file; an unterminated last line is not there yet."""
+        return chain.from_iterable(self._read_batches(session_id, start, end))
+
+    def _read_batches(self, session_id: str, start: int, end: int | None) -> Batches:
         try:
             handle = open(self._path(session_id), "rb")
         except FileNotFoundError:
@@ -217,15 +268,17 @@ class JsonlStore:
             if seq is None:
                 return
             offset = handle.tell()
-            for line in handle:
+            while seq < start:  # lines before the range: skipped, not decoded
+                line = handle.readline()
                 if not line.endswith(b"\n"):
-                    break
-                if end is not None and seq >= end:
-                    break
+                    return
                 offset += len(line)
-                if seq >= start:
-                    yield decode_stored(session_id, seq, line)
                 seq += 1
+            limit = None if end is None else end - seq
+            for block, count in _line_blocks(handle, limit):
+                yield from _decode_block(session_id, seq, block)
+                offset += len(block)
+                seq += count
             with self._lock:
                 known = self._positions.get(session_id)
                 if seq > 0 and (known is None or known.inode != inode or known.seq < seq - 1):
@@ -305,7 +358,10 @@ class JsonlStore:
         )
 
     def close(self) -> None:
-        """Nothing stays open between calls."""
+        """Close the session files kept open for appending."""
+        with self._lock:
+            while self._open_files:
+                os.close(self._open_files.popitem()[1])
 
     # ------------------------------------------------------------------ recovery
 
@@ -402,6 +458,58 @@ def _decode_header(session_id: str, line: bytes) -> _Header:
             session_id, None, f"header names another session {header.session_id!r}"
         )
     return header
+
+
+def _line_blocks(handle: Any, limit: int | None) -> Iterator[tuple[bytes, int]]:
+    """Blocks of complete lines (at most ``limit`` lines in all) and their line counts.
+
+    An unterminated last line is not returned: it is torn, or a live writer's line in
+    flight.
+    """
+    pending = bytearray()
+    remaining = limit
+    while remaining is None or remaining > 0:
+        chunk = handle.read(_READ_CHUNK)
+        if not chunk:
+            return
+        pending += chunk
+        cut = pending.rfind(b"\n") + 1
+        if cut == 0:
+            continue  # one line longer than a chunk: read on
+        block = bytes(pending[:cut])
+        del pending[:cut]
+        count = block.count(b"\n")
+        if remaining is not None and count > remaining:
+            block = block[: _nth_newline_end(block, remaining)]
+            count = remaining
+        if remaining is not None:
+            remaining -= count
+        yield block, count
+
+
+def _nth_newline_end(data: bytes, lines: int) -> int:
+    """The offset just past the ``lines``-th newline of ``data``."""
+    position = 0
+    for _ in range(lines):
+        position = data.index(b"\n", position) + 1
+    return position
+
+
+def _decode_block(session_id: str, first_seq: int, block: bytes) -> Batches:
+    """The events of a block of complete lines, :data:`DECODE_BATCH` lines per decoder
+    call (an encoded event holds no raw newline), line by line from a batch that does
+    not check out."""
+    lines = block.split(b"\n")[:-1]
+    arrays = (
+        (len(group), b"[" + b",".join(group) + b"]")
+        for group in (lines[i : i + DECODE_BATCH] for i in range(0, len(lines), DECODE_BATCH))
+    )
+
+    def line_by_line(seq: int) -> Iterator[Event]:
+        for index in range(seq - first_seq, len(lines)):
+            yield decode_stored(session_id, first_seq + index, lines[index])
+
+    return decode_batches(session_id, first_seq, arrays, line_by_line)
 
 
 def _write_all(fd: int, data: bytes) -> None:

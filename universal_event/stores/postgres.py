@@ -31,10 +31,10 @@ import threading
 import time
 import zlib
 from collections.abc import Iterator, Sequence
+from itertools import chain
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from universal_event.codec import encode
 from universal_event.errors import (
     ConflictError,
     SessionNotFoundError,
@@ -43,12 +43,16 @@ from universal_event.errors import (
 from universal_event.events import Event, EventBase
 from universal_event.stores._base import (
     READ_PAGE_SIZE,
+    Batches,
+    EventRow,
     SessionInfo,
-    check_batch,
-    decode_rows,
+    decode_fetched,
     encode_for,
+    encode_rows,
     event_type,
+    page_through,
     runtime_of,
+    session_info_of,
 )
 
 try:
@@ -182,8 +186,7 @@ class PostgresStore:
     # ------------------------------------------------------------------ writes
 
     def append(self, session_id: str, events: Sequence[EventBase], *, expected_seq: int) -> None:
-        check_batch(session_id, events, expected_seq)
-        rows = [(session_id, e.seq, event_type(e), e.ts, encode(e)) for e in events]
+        rows = encode_rows(session_id, events, expected_seq)
         with self._pool.connection() as conn:
             if not rows:
                 with conn.cursor() as cur:
@@ -201,7 +204,7 @@ class PostgresStore:
         self,
         conn: psycopg.Connection[Any],
         session_id: str,
-        rows: list[tuple[str, int, str, float, bytes]],
+        rows: list[EventRow],
         runtime: str | None,
         expected_seq: int,
     ) -> None:
@@ -281,24 +284,28 @@ class PostgresStore:
 
     def read(self, session_id: str, start: int = 0, end: int | None = None) -> Iterator[Event]:
         """Stream in pages; a connection is held only while one page is fetched."""
-        position = max(start, 0)
-        while end is None or position < end:
-            page_end = position + READ_PAGE_SIZE
-            if end is not None:
-                page_end = min(end, page_end)
+
+        def read_page(first: int, stop: int) -> tuple[int, Batches]:
             with self._pool.connection() as conn:
-                rows = self._fetch_rows(conn, session_id, position, page_end)
-            if not rows:
-                return
-            yield from decode_rows(session_id, position, rows)
-            if len(rows) < page_end - position:
-                return
-            position = page_end
+                return self._page(conn, session_id, first, stop)
+
+        return page_through(start, end, read_page)
 
     def _read_page(
         self, conn: psycopg.Connection[Any], session_id: str, start: int, end: int
     ) -> list[Event]:
-        return list(decode_rows(session_id, start, self._fetch_rows(conn, session_id, start, end)))
+        return list(chain.from_iterable(self._page(conn, session_id, start, end)[1]))
+
+    def _page(
+        self, conn: psycopg.Connection[Any], session_id: str, start: int, end: int
+    ) -> tuple[int, Batches]:
+        """``start <= seq < end``: how many rows, and their events.
+
+        Rows, not a server-side ``string_agg`` of them: measured, aggregating a page on
+        the server cost more than sending its rows.
+        """
+        rows = self._fetch_rows(conn, session_id, start, end)
+        return len(rows), decode_fetched(session_id, start, rows)
 
     def _fetch_rows(
         self, conn: psycopg.Connection[Any], session_id: str, start: int, end: int
@@ -315,14 +322,14 @@ class PostgresStore:
     def list_sessions(self) -> list[SessionInfo]:
         with self._pool.connection() as conn:
             rows = conn.execute(self._sql.list_sessions).fetchall()
-        return [_session_info(row) for row in rows]
+        return [session_info_of(row) for row in rows]
 
     def session_info(self, session_id: str) -> SessionInfo:
         with self._pool.connection() as conn:
             row = conn.execute(self._sql.session_info, (session_id,)).fetchone()
         if row is None:
             raise SessionNotFoundError(session_id)
-        return _session_info(row)
+        return session_info_of(row)
 
     def tail(self, session_id: str, after_seq: int, *, timeout: float | None = None) -> list[Event]:
         """Wait on LISTEN/NOTIFY (any process, any machine); poll slowly as a fallback."""
@@ -419,19 +426,6 @@ class _Statements:
         )
         self.delete_events = f"DELETE FROM {events} WHERE session_id = %s"
         self.delete_session = f"DELETE FROM {sessions} WHERE session_id = %s"
-
-
-def _session_info(row: tuple[Any, ...]) -> SessionInfo:
-    session_id, runtime, created, last_activity, event_count, parent_id, fork_seq = row
-    return SessionInfo(
-        session_id=session_id,
-        runtime=runtime,
-        created=created,
-        last_activity=last_activity,
-        event_count=event_count,
-        parent_id=parent_id,
-        fork_seq=fork_seq,
-    )
 
 
 def _redact(conninfo: str) -> str:
