@@ -3,16 +3,28 @@
 Compared in the same run, against the same server process and the same 100 clients:
 
 * project: a producer process POSTs the events (20 per request, each after the last
-  one's response) to the control plane, which
-  stores them (SQLite, the default store), encodes each once and fans it out to the
-  100 SSE clients;
+  one's response) to the control plane, which stores them (SQLite, the default store,
+  ``synchronous=FULL``), encodes each once and fans it out to the 100 SSE clients;
 * baseline: a bare Starlette endpoint streams the *same pre-encoded SSE bytes* (the
   frames the control plane sent, 20 events per chunk) to the same 100 clients.
+
+Both sides run in one uvicorn server (one config: its "auto" HTTP parser and loop,
+httptools and uvloop when installed, as ``universal-event serve`` gets them), each in
+its own Starlette app so each pays for one middleware stack. The clients and the
+producer run on uvloop when installed.
+
+Two kinds of client, each against both sides (see :class:`Client`): ones that parse
+every event as they read (the issue's figure, ``RATIO server_fanout``; the reading
+process is itself a bottleneck there, mostly of the bare rounds) and light ones that
+find only the last id per read (``RATIO server_fanout_light_clients``: what the servers
+can push). Every client's ids are checked: all, once each, in order.
 
 Throughput = events delivered to all clients per second, from the first POST (or the
 baseline's go signal) until the last client holds the last event. Latency = from the
 moment the producer sent an event's POST to the moment a client read it. Rounds
-alternate; the median round counts. Run: ``python bench/bench_server.py``.
+alternate; the median round counts. The server's CPU time per round is printed too
+(less disturbed by other load on the machine than wall time).
+Run: ``python bench/bench_server.py``.
 """
 
 from __future__ import annotations

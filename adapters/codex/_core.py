@@ -147,6 +147,7 @@ class CodexCore(Adapter):
         self._output_seen: dict[str, int] = {}
         self._raw_items: dict[str, Mapping[str, Any]] = {}
         self._sources: dict[str | None, Source] = {}
+        self._chunk_source: Source | None = None
 
     # ------------------------------------------------------------ envelope
 
@@ -386,12 +387,22 @@ class CodexCore(Adapter):
     ) -> None:
         # One event per streamed delta: built here rather than through ``make`` (its
         # keyword packing costs as much as the rest of the line); the same envelope.
+        # An item's deltas come in a run: they share one (frozen) Source, which also
+        # spares the garbage collector an object per chunk.
+        source = self._chunk_source
+        if (
+            source is None
+            or source.native_id != item_id
+            or source.native_type != native_type
+            or source.model != self.model
+        ):
+            source = self._chunk_source = self._source(native_type, item_id)
         out.append(
             AssistantChunkEvent(
                 id=_fast_id(),
                 session_id=self.session_id,
                 ts=time.time(),
-                source=self._source(native_type, item_id),
+                source=source,
                 turn_id=self.turn_id,
                 message_id=item_id,
                 kind=kind,

@@ -163,7 +163,8 @@ def test_each_publish_is_written_as_soon_as_the_sender_runs() -> None:
     async def scenario(hub: Hub, writers: SessionWriters, client: _Client) -> None:
         for batch in range(4):
             _append(hub, writers, user_events(5, prefix=f"b{batch}"))
-            await _until(lambda: client.seqs()[-1:] == [batch * 5 + 4], f"batch {batch}")
+            last = batch * 5 + 4
+            await _until(lambda last=last: client.seqs()[-1:] == [last], f"batch {batch}")
         assert client.seqs() == list(range(20))
 
     _run(scenario)

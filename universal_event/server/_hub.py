@@ -1,11 +1,11 @@
 """Fan-out of a session's events to many SSE clients, without letting any of them
 slow the producer.
 
-The store is the source of truth. Per watched session one :class:`SessionFeed`
-"pump" task waits in ``store.tail`` (in a worker thread: stores are synchronous) for
-events after the last seq it published. ``store.tail`` wakes on appends in this process
-and, for PostgreSQL, on LISTEN/NOTIFY from other processes (SQLite and JSONL poll), so
-a client on process B sees what was appended through A. Appends made through this
+The store is the source of truth. Per watched session one :class:`SessionFeed` keeps
+a worker thread (stores are synchronous) in ``store.tail`` for events after the last
+seq it published, for as long as anyone listens. ``store.tail`` wakes on appends in
+this process and, for PostgreSQL, on LISTEN/NOTIFY from other processes (SQLite and
+JSONL poll), so a client on process B sees what was appended through A. Appends made through this
 process are also published directly by the appending coroutine after they are stored
 (:meth:`Hub.published_locally`), so local clients wait for no thread and no tail.
 
@@ -15,8 +15,9 @@ subscriber's :class:`ClientBuffer` queues a reference to that same chunk; no cli
 encodes, copies or re-joins anything unless it must cut a chunk it partly had already.
 
 Coalescing without waiting. A client's sender drains *everything* queued when it runs
-and writes it as one piece; it never waits for more to arrive. Under load (a sender
-that is behind, a producer that is ahead) several chunks go out in one write.
+and writes it as one piece; it never waits for more to arrive. A sender that is behind
+(its socket full, or the loop busy) therefore catches up in one write; one that keeps
+up writes each publish as it comes, at no added latency.
 
 Each feed publishes strictly contiguous seqs; whatever arrives twice (local publish
 and tail) or out of turn is dropped there and delivered by the other path.
@@ -50,8 +51,6 @@ from universal_event.stores import Store
 __all__ = ["Chunk", "ClientBuffer", "Hub", "SessionFeed", "make_chunk"]
 
 logger = logging.getLogger("universal_event.server")
-import os
-_GROUP = int(os.environ.get("FANOUT_GROUP", "0"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,15 +135,6 @@ class ClientBuffer:
         else:
             self._chunks.append(chunk)
             self._queued += chunk.count
-        if _GROUP:
-            return
-        self._wake()
-
-    @property
-    def waiting(self) -> bool:
-        return self._waiter is not None and not self._waiter.done()
-
-    def wake(self) -> None:
         self._wake()
 
     def close(self) -> None:
@@ -195,9 +185,6 @@ class SessionFeed:
     subscribers: set[ClientBuffer] = field(default_factory=set)
     task: asyncio.Task[None] | None = None
     stopping: bool = False
-    _to_wake: deque[ClientBuffer] = field(default_factory=deque)
-    _to_wake_set: set[ClientBuffer] = field(default_factory=set)
-    _waking: bool = False
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     """Set once ``published`` holds the store's latest seq (see :meth:`Hub.subscribe`)."""
 
@@ -217,22 +204,6 @@ class SessionFeed:
             chunk = make_chunk(fresh)
             for buffer in self.subscribers:
                 buffer.push(chunk)
-            if _GROUP:
-                for buffer in self.subscribers:
-                    if buffer.waiting and buffer not in self._to_wake_set:
-                        self._to_wake.append(buffer)
-                        self._to_wake_set.add(buffer)
-                if not self._waking:
-                    self._wake_some()
-
-    def _wake_some(self) -> None:
-        for _ in range(min(_GROUP, len(self._to_wake))):
-            buffer = self._to_wake.popleft()
-            self._to_wake_set.discard(buffer)
-            buffer.wake()
-        self._waking = bool(self._to_wake)
-        if self._waking:
-            asyncio.get_running_loop().call_soon(self._wake_some)
 
     async def run(self) -> None:
         """Tail the store while anyone listens."""

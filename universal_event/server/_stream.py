@@ -26,9 +26,6 @@ from universal_event.stores import Store
 __all__ = ["EventStream", "read_page"]
 
 BACKLOG_PAGE = 1000
-WRITES = [0, 0]
-import atexit, sys
-atexit.register(lambda: print("LIVE WRITES", WRITES, file=sys.stderr))
 RETRY_MILLISECONDS = 1000
 
 
@@ -126,8 +123,6 @@ class EventStream(Response):
                 pieces, cursor = await self._continuation(chunks, cursor)
                 data = b"".join(pieces)
             if data:
-                WRITES[0] += 1
-                WRITES[1] += len(chunks)
                 await send(_body(data))
 
     async def _continuation(self, chunks: list[Chunk], cursor: int) -> tuple[list[bytes], int]:

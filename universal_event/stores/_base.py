@@ -36,6 +36,7 @@ __all__ = [
     "EventRow",
     "SessionInfo",
     "Store",
+    "TailByPolling",
     "check_batch",
     "decode_batches",
     "decode_fetched",
@@ -124,6 +125,11 @@ class Store(Protocol):
 
 def check_batch(session_id: str, events: Sequence[EventBase], expected_seq: int) -> None:
     """Raise ValueError unless ``events`` are seq-contiguous from ``expected_seq``."""
+    seqs = list(map(_seq_of, events))
+    if seqs == list(range(expected_seq, expected_seq + len(seqs))) and (
+        not seqs or set(map(_session_of, events)) == {session_id}
+    ):
+        return  # the common case, checked in C loops; the loop below names the culprit
     for offset, event in enumerate(events):
         if event.seq != expected_seq + offset:
             raise ValueError(
@@ -245,6 +251,26 @@ def poll_tail(
             return []
         with wake:
             wake.wait(poll_interval if remaining is None else min(poll_interval, remaining))
+
+
+class TailByPolling:
+    """``tail`` for backends that cannot be told about another process's append (SQLite,
+    JSONL): poll ``read``; this process's own appends notify ``_appended`` and wake it."""
+
+    _appended: threading.Condition
+    _poll_interval: float
+
+    def read(self, session_id: str, start: int = 0, end: int | None = None) -> Iterator[Event]:
+        raise NotImplementedError
+
+    def tail(self, session_id: str, after_seq: int, *, timeout: float | None = None) -> list[Event]:
+        """Events with seq > ``after_seq``; waits up to ``timeout`` seconds for some."""
+        return poll_tail(
+            lambda: list(self.read(session_id, after_seq + 1)),
+            self._appended,
+            timeout,
+            self._poll_interval,
+        )
 
 
 def decode_rows(

@@ -43,18 +43,17 @@ from urllib.parse import quote, unquote, urlsplit
 
 import msgspec
 
-from universal_event.codec import encode_lines
 from universal_event.errors import ConflictError, CorruptEventError, SessionNotFoundError
 from universal_event.events import Event, EventBase
 from universal_event.stores._base import (
     DECODE_BATCH,
     Batches,
     SessionInfo,
+    TailByPolling,
     check_batch,
     decode_batches,
     decode_stored,
     encode_for,
-    poll_tail,
     runtime_of,
 )
 
@@ -90,6 +89,8 @@ class _LineHead(msgspec.Struct):
 
 
 _header_encoder = msgspec.json.Encoder()
+_lines_encoder = msgspec.json.Encoder()
+"""``encode_lines`` in C: the same bytes as :func:`universal_event.codec.encode_lines`."""
 _header_decoder = msgspec.json.Decoder(_Header)
 _line_head_decoder = msgspec.json.Decoder(_LineHead)
 
@@ -102,7 +103,7 @@ class _Position(msgspec.Struct):
     offset: int
 
 
-class JsonlStore:
+class JsonlStore(TailByPolling):
     """Sessions as JSON-lines files in one directory. Thread- and process-safe."""
 
     def __init__(
@@ -156,7 +157,7 @@ class JsonlStore:
                     raise ConflictError(session_id, expected_seq, last_seq + 1)
                 if not events:
                     return
-                data = encode_lines(events)
+                data = _lines_encoder.encode_lines(events)
                 if size == 0:
                     header = _Header(
                         session_id=session_id, created=time.time(), runtime=runtime_of(events)
@@ -346,15 +347,6 @@ class JsonlStore:
             event_count=last + 1,
             parent_id=header.parent_id,
             fork_seq=header.fork_seq,
-        )
-
-    def tail(self, session_id: str, after_seq: int, *, timeout: float | None = None) -> list[Event]:
-        """Poll the file (other processes append too); this process's appends wake it."""
-        return poll_tail(
-            lambda: list(self.read(session_id, after_seq + 1)),
-            self._appended,
-            timeout,
-            self._poll_interval,
         )
 
     def close(self) -> None:

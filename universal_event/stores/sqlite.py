@@ -50,13 +50,13 @@ from universal_event.stores._base import (
     READ_PAGE_SIZE,
     Batches,
     SessionInfo,
+    TailByPolling,
     decode_fetched,
     decode_page,
     encode_for,
     encode_rows,
     event_type,
     page_through,
-    poll_tail,
     runtime_of,
     session_info_of,
 )
@@ -122,7 +122,7 @@ _READ_PAGE_ROWS = (
 )
 
 
-class SqliteStore:
+class SqliteStore(TailByPolling):
     """Sessions in one SQLite database file. Thread-safe; usable from many processes."""
 
     def __init__(
@@ -332,15 +332,6 @@ class SqliteStore:
         if row is None:
             raise SessionNotFoundError(session_id)
         return session_info_of(row)
-
-    def tail(self, session_id: str, after_seq: int, *, timeout: float | None = None) -> list[Event]:
-        """Poll for new rows (other processes write too); this process's appends wake it."""
-        return poll_tail(
-            lambda: list(self.read(session_id, after_seq + 1)),
-            self._appended,
-            timeout,
-            self._poll_interval,
-        )
 
     def close(self) -> None:
         with self._lock:
