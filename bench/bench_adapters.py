@@ -1,6 +1,6 @@
 """All adapter benchmarks in one run: each dialect's module prints its own RATIO lines.
 
-    python bench/bench_adapters.py [anthropic|openai_chat|openai_responses|codex ...]
+python bench/bench_adapters.py [anthropic|openai_chat|openai_responses|codex ...]
 """
 
 from __future__ import annotations

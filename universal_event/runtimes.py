@@ -22,19 +22,27 @@ import os
 import re
 import shutil
 import signal
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from universal_event.events import (
+    AssistantMessageEvent,
     Event,
     EventBase,
     RuntimeSwitchEvent,
     SessionStartEvent,
+    Source,
+    ToolResultEvent,
     TurnEndEvent,
+    WarningEvent,
 )
 from universal_event.log import SessionLog
+from universal_event.parts import TextPart
 
 __all__ = [
     "CLAUDE_CODE_OFFLINE_ENV",
@@ -44,9 +52,12 @@ __all__ = [
     "RunResult",
     "bundled_claude",
     "bundled_codex",
+    "codex_rollout_path",
+    "codex_rollout_turn",
     "claude_project_dir",
     "current_native_session",
     "last_runtime",
+    "reconcile_codex_turn",
     "runtime_available",
 ]
 
@@ -310,7 +321,9 @@ class CodexRunner:
 
     ``codex_home`` is ``$CODEX_HOME`` (config, rollouts, state DBs); ``cwd`` where it
     runs commands. Raw response items are switched on (``experimentalRawEvents``) so the
-    log gets the function calls and tool outputs exactly as Codex sends them to the model.
+    log gets the function calls and tool outputs exactly as Codex sends them to the model;
+    a resumed thread gets none, and each turn is reconciled with the thread's rollout
+    afterwards (:meth:`reconcile`).
     """
 
     base_url: str
@@ -399,8 +412,147 @@ class CodexRunner:
                         _kill(_codex_pid(client))
             except Exception as exc:  # the app-server died: the tap closed the turn
                 result.error = exc
+            if not killed:
+                self.reconcile(log, run_log, result)
         result.status = _turn_status(result.events)
         return result
+
+    def reconcile(self, log: SessionLog, run_log: _RunLog, result: RunResult) -> None:
+        """Make the turn's logged history what Codex sent the model (its rollout file).
+
+        Codex gives the live stream the exact function calls, ``encrypted_content`` and
+        wrapped tool outputs only with ``experimentalRawEvents``, which ``thread/resume``
+        does not take: a resumed turn streams ``commandExecution`` items (the command
+        line, the plain output) where the model called ``exec_command`` and was sent the
+        wrapped output. The rollout's ``response_item`` lines are exactly what Codex sent,
+        so after each turn its rollout is read (:func:`codex_rollout_turn`) and every
+        ``assistant/message`` / ``tool/result`` of the turn that differs from the
+        rollout's is corrected with a surface ``replace`` (:func:`reconcile_codex_turn`):
+        the live events stay in the log, the model-facing surface holds each message
+        and result once, as Codex sent it. A turn the live stream already logged exactly
+        (raw events on) needs no correction and gets none. Corrections land after the
+        turn: within a resumed turn, the requests after the first were sent before them.
+        """
+        thread_id = result.native_session_id
+        turn_ids = [e.turn_id for e in result.events if isinstance(e, TurnEndEvent)]
+        if thread_id is None or not turn_ids or turn_ids[-1] is None:
+            return
+        rollout = codex_rollout_turn(self.codex_home, thread_id, turn_ids[-1])
+        if rollout is None:
+            return
+        corrected = reconcile_codex_turn(log, result.events, rollout)
+        if corrected:
+            result.events.extend(corrected)
+            if run_log.on_event is not None:
+                for event in corrected:
+                    run_log.on_event(event)
+            log.checkpoint()
+
+
+def codex_rollout_path(codex_home: Path, thread_id: str) -> Path | None:
+    """A thread's rollout file: ``CODEX_HOME/sessions/YYYY/MM/DD/rollout-<ts>-<thread>.jsonl``."""
+    found = sorted((codex_home / "sessions").glob(f"**/rollout-*-{thread_id}.jsonl"))
+    return found[-1] if found else None
+
+
+def codex_rollout_turn(
+    codex_home: Path, thread_id: str, turn_id: str, *, wait: float = 5.0
+) -> list[Event] | None:
+    """The ``assistant/message`` and ``tool/result`` events of one turn of a rollout.
+
+    Codex appends to the rollout as the turn goes and may still be writing its end when
+    ``turn/completed`` arrives: the file is read again (up to ``wait`` seconds) until it
+    holds the turn's end. None when it never does (no file, a turn cut short).
+    """
+    from adapters.codex import CodexRolloutAdapter
+
+    deadline = time.monotonic() + wait
+    while True:
+        path = codex_rollout_path(codex_home, thread_id)
+        if path is not None:
+            events = CodexRolloutAdapter().feed(path.read_bytes())
+            if any(isinstance(e, TurnEndEvent) and e.turn_id == turn_id for e in events):
+                return [
+                    e
+                    for e in events
+                    if e.turn_id == turn_id
+                    and isinstance(e, AssistantMessageEvent | ToolResultEvent)
+                ]
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.05)
+
+
+def reconcile_codex_turn(
+    log: SessionLog, logged: Sequence[Event], rollout: Sequence[Event]
+) -> list[Event]:
+    """Correct the turn's logged messages and results to the rollout's; the corrections.
+
+    ``logged`` are the events the live run logged, ``rollout`` the same turn's
+    ``assistant/message`` / ``tool/result`` events from the rollout. They are paired in
+    order; when their kinds do not pair (a turn cut mid-message), nothing is corrected
+    and a ``warning`` says so. A pair that differs in what reaches the model (content,
+    provenance; a result's content) gets a replacement on the surface: the rollout's
+    content, the live event's own status, exit code and details.
+    """
+    turn_id = rollout[0].turn_id if rollout else None
+    on_surface = set(log.surface_seqs())
+    live = [
+        e
+        for e in logged
+        if e.turn_id == turn_id
+        and isinstance(e, AssistantMessageEvent | ToolResultEvent)
+        and e.seq in on_surface
+    ]
+    if [type(e) for e in live] != [type(e) for e in rollout]:
+        warning = WarningEvent(
+            code="codex_rollout_mismatch",
+            message=(
+                f"turn {turn_id}: the live stream logged {len(live)} messages/results, the "
+                f"rollout holds {len(rollout)}; the turn is left as streamed"
+            ),
+            turn_id=turn_id,
+            source=Source(runtime="codex", native_type="rollout"),
+        )
+        return [log.append(warning)]
+    corrected: list[Event] = []
+    for streamed, sent in zip(live, rollout, strict=True):
+        replacement = _corrected(streamed, sent)
+        if replacement is not None:
+            corrected.append(log.replace(streamed.seq, streamed.seq, replacement))
+    return corrected
+
+
+def _corrected(streamed: Event, sent: Event) -> AssistantMessageEvent | ToolResultEvent | None:
+    """The streamed event with what the rollout says was sent, or None when they agree."""
+    source = Source(
+        runtime="codex",
+        native_type="rollout",
+        native_id=sent.source.native_id if sent.source else None,
+        model=sent.source.model if sent.source else None,
+    )
+    envelope = {"id": "", "seq": -1, "ts": 0.0, "source": source, "surface": None}
+    if isinstance(streamed, AssistantMessageEvent) and isinstance(sent, AssistantMessageEvent):
+        provenance = sent.provenance or streamed.provenance
+        if (streamed.content, streamed.provenance) == (sent.content, provenance):
+            return None
+        return msgspec.structs.replace(
+            streamed, content=sent.content, provenance=provenance, **envelope
+        )
+    if isinstance(streamed, ToolResultEvent) and isinstance(sent, ToolResultEvent):
+        if (streamed.content, streamed.name) == (sent.content, sent.name or streamed.name):
+            return None
+        details = dict(streamed.details or {})
+        output = "".join(p.text for p in streamed.content if isinstance(p, TextPart))
+        details.setdefault("output", output)  # the plain output the stream gave
+        return msgspec.structs.replace(
+            streamed,
+            content=sent.content,
+            name=sent.name or streamed.name,
+            details=details,
+            **envelope,
+        )
+    return None
 
 
 def _codex_pid(client: Any) -> int | None:

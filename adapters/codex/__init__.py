@@ -22,11 +22,27 @@ reasoning summary / message text        yes         yes          yes
 reasoning ``encrypted_content``         no          raw events   yes
 function call name + JSON arguments     no          raw events   yes
 ``call_id`` pairing call and output     no (local)  yes          yes
-tool output as sent to the model        no (raw)    no (raw)     yes
+tool output as sent to the model        no (plain)  raw events   yes
 the prompt                              no          yes          yes
+the model (provenance)                  ``model=``  yes          yes
 ======================================  ==========  ===========  ========
 
 "raw events": only with the app-server's ``rawResponseItem/completed`` notifications.
+
+The text of a command's ``tool/result``: Codex does not send the model a command's
+plain output but wraps it (``Chunk ID: …\nWall time: …\nProcess exited with code 0\n
+Original token count: 1\nOutput:\n2\n``). Where the exact ``function_call_output`` is
+in the input — the rollout's ``response_item``, the app-server's raw items — the
+result's ``content`` is exactly that text; the plain output is in ``details["output"]``
+and the exit code in ``exit_code``. ``codex exec --json`` and an app-server stream
+without raw events (e.g. a resumed thread: ``thread/resume`` does not take
+``experimentalRawEvents``) give only the plain output, as ``content``.
+
+The model: every assistant message and its thinking / tool-call parts carry
+``Provenance("openai", "responses", model)`` once the model is known — from the
+``model=`` option, app-server ``thread/started``, the rollout's ``session_meta``
+(``base_instructions.provenance``), ``turn_context`` or ``thread_settings_applied``.
+Parts gathered before it was known get it when their message is emitted.
 """
 
 from __future__ import annotations

@@ -31,7 +31,10 @@ request replaying the history needs them.
                                     ``turn/end`` usage is their sum (``scope="turn"``)
 ``rawResponseItem/completed``       the raw Responses item (when raw events are on): fills
                                     in the function call (``exec_command``, arguments, ``fc_``
-                                    id) and ``encrypted_content`` the other items lack
+                                    id) and ``encrypted_content`` the other items lack; a
+                                    ``function_call_output`` (sent *after* the command's
+                                    ``item/completed``) becomes the ``tool/result`` text: the
+                                    result waits for it until the next item starts
 ``error``                           ``error``: ``retryable``/not ``fatal`` when ``willRetry``;
                                     ``code`` from ``codexErrorInfo``
 ``turn/completed``                  ``turn/end`` completed / failed / interrupted; an agent
@@ -40,9 +43,11 @@ request replaying the history needs them.
 anything else                       ``native/unknown`` (thread status, rate limits, …)
 ==================================  ==========================================================
 
-Without raw events the stream lacks, compared with the next request: the function call
-itself (only the command is shown, under the call's id), ``encrypted_content``, and the
-tool output as Codex formats it for the model. The rollout file has all of them.
+Without raw events (``thread/resume`` does not take them) the stream lacks, compared with
+the next request: the function call itself (only the command is shown, under the call's
+id), ``encrypted_content``, and the tool output as Codex formats it for the model. The
+rollout file has all of them (:class:`~universal_event.runtimes.CodexRunner` reconciles
+a turn with it).
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ from adapters.codex._wire import (
     ReasoningItem,
     decode_typed_line,
 )
+from adapters.openai_responses._items import CLIENT_RESULT_TYPES
 from universal_event.events import (
     ErrorEvent,
     Event,
@@ -76,7 +82,6 @@ from universal_event.events import (
 )
 from universal_event.parts import (
     ImagePart,
-    ServerToolCallPart,
     TextPart,
     ThinkingPart,
     UserPart,
@@ -210,6 +215,10 @@ class AppServerLines(CodexCore):
         if not isinstance(item, Mapping):
             out.append(self.unknown(method, dict(params), "raw item event without an item"))
             return
+        self._raw_events = True
+        if item.get("type") in CLIENT_RESULT_TYPES:
+            self._sent_output(item, out)
+            return
         key = item.get("call_id") if item.get("type") == "function_call" else item.get("id")
         if key:
             self._raw_items[str(key)] = item
@@ -258,15 +267,7 @@ class AppServerLines(CodexCore):
         _slot(self._open(item_id, "thinking").summary, 0)
 
     def _tool_output_delta(self, method: str, item_id: str, delta: str, out: list[Event]) -> None:
-        out.append(
-            self.make(
-                ToolOutputEvent,
-                native_type=method,
-                native_id=item_id,
-                call_id=item_id,
-                delta=delta,
-            )
-        )
+        out.append(self.call_event(ToolOutputEvent, method, item_id, delta=delta))
 
     def _open(self, item_id: str, kind: Any) -> OpenItem:
         item = self._open_items.get(item_id)
@@ -281,6 +282,8 @@ class AppServerLines(CodexCore):
         item_type = item.get("type")
         item_id = str(item.get("id") or "")
         self._ensure_turn(out, method)
+        if self._pending_results:
+            self._release_results(out)
         if item_type == "agentMessage":
             self._message_started(item_id, item.get("phase"))
         elif item_type == "reasoning":
@@ -307,16 +310,7 @@ class AppServerLines(CodexCore):
             self._app_tool_call(method, item_type, item_id, item, out)
             self._app_tool_result(method, item_type, item_id, item, out)
         elif item_type == "webSearch":
-            self._add_part(
-                ServerToolCallPart(
-                    id=item_id,
-                    name="web_search",
-                    input={"query": item.get("query"), "action": item.get("action")},
-                    native=dict(item),
-                    provenance=self.provenance(),
-                ),
-                None,
-            )
+            self._web_search(item_id, item)
         else:
             out.append(self.unknown(f"{method}:{item_type}", dict(item), "item type not modelled"))
 
@@ -388,6 +382,8 @@ class AppServerLines(CodexCore):
     def _typed_item_started(self, method: str, params: ItemParams, out: list[Event]) -> None:
         item = params.item
         self._ensure_turn(out, method)
+        if self._pending_results:
+            self._release_results(out)
         if isinstance(item, AgentMessageItem):
             self._message_started(item.id or "", item.phase)
         elif isinstance(item, ReasoningItem):
@@ -425,12 +421,12 @@ class AppServerLines(CodexCore):
         failed = status in ("failed", "declined")
         if item_type == "commandExecution":
             exit_code = item.get("exitCode")
-            self._tool_result(
+            self._command_result(
                 out,
                 method,
                 item_id,
                 # aggregatedOutput, not the deltas: the first chunk may never come as one.
-                text_content(item.get("aggregatedOutput")),
+                str(item.get("aggregatedOutput") or ""),
                 is_error=failed or exit_code not in (None, 0),
                 exit_code=exit_code if isinstance(exit_code, int) else None,
                 details={

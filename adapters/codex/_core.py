@@ -35,6 +35,7 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from adapters._base import Adapter, EventT
+from adapters.openai_responses._items import result_parts
 from universal_event.events import (
     AssistantChunkEvent,
     AssistantMessageEvent,
@@ -52,6 +53,7 @@ from universal_event.parts import (
     AssistantPart,
     Provenance,
     ResultPart,
+    ServerToolCallPart,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -146,6 +148,11 @@ class CodexCore(Adapter):
         self._open_calls: dict[str, str] = {}
         self._output_seen: dict[str, int] = {}
         self._raw_items: dict[str, Mapping[str, Any]] = {}
+        self._raw_events = False
+        """Raw response items seen (app-server ``rawResponseItem/completed``): a command's
+        ``function_call_output`` will follow its ``item/completed``."""
+        self._sent_outputs: dict[str, Mapping[str, Any]] = {}
+        self._pending_results: dict[str, tuple[str, str, bool, int | None, dict[str, Any]]] = {}
         self._sources: dict[str | None, Source] = {}
         self._chunk_source: Source | None = None
 
@@ -216,6 +223,31 @@ class CodexCore(Adapter):
         # ``isspace`` stops at the first other byte; ``strip`` would copy every line.
         return [line for line in lines if line and not line.isspace()]
 
+    def _feed_lines(self, native: Any, out: list[Event]) -> bool:
+        """JSON-lines input (``bytes`` cut anywhere, a ``str`` line, a decoded ``dict``)
+        into ``out``; False when ``native`` is none of these."""
+        if isinstance(native, bytes | bytearray | memoryview):
+            for raw in self._lines(bytes(native)):
+                self._raw_line(raw, out)
+        elif isinstance(native, str):
+            for raw in self._lines(native.encode() + (b"" if native.endswith("\n") else b"\n")):
+                self._raw_line(raw, out)
+        elif isinstance(native, Mapping):
+            self._line(native, out)
+        else:
+            return False
+        return True
+
+    def _raw_line(self, raw: bytes, out: list[Event], problem: str = "malformed JSON line") -> None:
+        """One complete JSON line (``problem`` names what a line that does not decode is)."""
+        line = self._decode(raw, out, problem)
+        if line is not None:
+            self._line(line, out)
+
+    def _line(self, line: Mapping[str, Any], out: list[Event]) -> None:
+        """One decoded line: the dialect's own."""
+        raise NotImplementedError
+
     def _decode(
         self, raw: bytes, out: list[Event], problem: str = "malformed JSON line"
     ) -> dict[str, Any] | None:
@@ -267,6 +299,7 @@ class CodexCore(Adapter):
         duration_ms: int | None = None,
     ) -> None:
         """Flush the message (``partial`` unless completed) and write ``turn/end``."""
+        self._release_results(out)
         if status == "completed":
             self._flush(out, native_type)
         else:
@@ -335,7 +368,7 @@ class CodexCore(Adapter):
             self._open_items.clear()
         if not self._parts:
             return
-        parts = [self._with_raw(part) for part in self._parts]
+        parts = [self._with_model(self._with_raw(part)) for part in self._parts]
         message_id = next((p.item_id for p in parts if isinstance(p, TextPart) and p.item_id), None)
         out.append(
             self.make(
@@ -351,6 +384,14 @@ class CodexCore(Adapter):
         self._parts = []
         self._keys = []
         self._replay = []
+
+    def _with_model(self, part: AssistantPart) -> AssistantPart:
+        """A part made before the model was known gets it now (provenance rule 1: the
+        renderer replays reasoning only to the same provider, api *and* model)."""
+        provenance = getattr(part, "provenance", None)
+        if self.model is None or provenance is None or provenance.model is not None:
+            return part
+        return msgspec.structs.replace(part, provenance=self.provenance())
 
     def _with_raw(self, part: AssistantPart) -> AssistantPart:
         """Fill in what only the raw Responses item has (app-server raw item events)."""
@@ -425,25 +466,28 @@ class CodexCore(Adapter):
         """``tool/call`` (the runtime started it) and its part in the message."""
         if call_id in self._open_calls:
             return
-        self._open_calls[call_id] = name
         raw = self._raw_items.get(call_id)
         if raw is not None and raw.get("type") == "function_call":
             name = str(raw.get("name") or name)
+        self._open_calls[call_id] = name
         out.append(
-            self.make(
-                ToolCallEvent,
-                native_type=native_type,
-                native_id=call_id,
-                call_id=call_id,
-                name=name,
-                arguments=arguments,
-                kind=kind,
+            self.call_event(
+                ToolCallEvent, native_type, call_id, name=name, arguments=arguments, kind=kind
             )
         )
         part = ToolCallPart(
             id=call_id, name=name, arguments=arguments, provenance=self.provenance()
         )
         self._add_part(part, None)
+
+    def call_event(
+        self, event_type: type[EventT], native_type: str, call_id: str, **fields: Any
+    ) -> EventT:
+        """An event about one tool call (``tool/call``, ``tool/output``, ``tool/result``):
+        the call id is also the native id."""
+        return self.make(
+            event_type, native_type=native_type, native_id=call_id, call_id=call_id, **fields
+        )
 
     def _tool_result(
         self,
@@ -460,11 +504,10 @@ class CodexCore(Adapter):
         self._flush(out, native_type)
         name = self._open_calls.pop(call_id, None)
         out.append(
-            self.make(
+            self.call_event(
                 ToolResultEvent,
-                native_type=native_type,
-                native_id=call_id,
-                call_id=call_id,
+                native_type,
+                call_id,
                 name=name,
                 content=content,
                 is_error=is_error,
@@ -472,6 +515,77 @@ class CodexCore(Adapter):
                 details=details,
             )
         )
+
+    # ------------------------------------------------------------ command output as sent
+
+    def _command_result(
+        self,
+        out: list[Event],
+        native_type: str,
+        call_id: str,
+        output: str,
+        *,
+        is_error: bool,
+        exit_code: int | None,
+        details: dict[str, Any],
+    ) -> None:
+        """A command's ``tool/result``: the text the model was sent when it is known.
+
+        Codex does not send the model the plain output: it wraps it (``Chunk ID: …\nWall
+        time: …\nProcess exited with code 0\nOriginal token count: 1\nOutput:\n2\n``).
+        That exact text is the raw ``function_call_output`` item, which the app-server
+        sends (raw events on) *after* the command's ``item/completed``; the result waits
+        for it (:meth:`_sent_output`) until the next item starts or the turn ends, and
+        falls back to the plain output then. The plain output stays in
+        ``details["output"]``, the exit code in ``exit_code``.
+        """
+        details = {**details, "output": output}
+        sent = self._sent_outputs.pop(call_id, None)
+        if sent is not None:
+            content = result_parts(sent.get("output"))
+        elif self._raw_events:
+            self._flush(out, native_type)
+            self._pending_results[call_id] = (native_type, output, is_error, exit_code, details)
+            return
+        else:
+            content = text_content(output)
+        self._tool_result(
+            out, native_type, call_id, content, is_error=is_error, exit_code=exit_code,
+            details=details,
+        )  # fmt: skip
+
+    def _sent_output(self, item: Mapping[str, Any], out: list[Event]) -> None:
+        """A raw tool-output item: what the model is sent for a call."""
+        call_id = str(item.get("call_id") or "")
+        pending = self._pending_results.pop(call_id, None)
+        if pending is None:
+            self._sent_outputs[call_id] = item
+            return
+        native_type, _, is_error, exit_code, details = pending
+        self._tool_result(
+            out, native_type, call_id, result_parts(item.get("output")), is_error=is_error,
+            exit_code=exit_code, details=details,
+        )  # fmt: skip
+
+    def _release_results(self, out: list[Event]) -> None:
+        """Results still waiting for their raw output item: the plain output it is."""
+        pending, self._pending_results = self._pending_results, {}
+        for call_id, (native_type, output, is_error, exit_code, details) in pending.items():
+            self._tool_result(
+                out, native_type, call_id, text_content(output), is_error=is_error,
+                exit_code=exit_code, details=details,
+            )  # fmt: skip
+
+    def _web_search(self, item_id: str, item: Mapping[str, Any]) -> None:
+        """A web search the provider ran: a server-tool part of the message."""
+        part = ServerToolCallPart(
+            id=item_id,
+            name="web_search",
+            input={"query": item.get("query"), "action": item.get("action")},
+            native=dict(item),
+            provenance=self.provenance(),
+        )
+        self._add_part(part, None)
 
 
 def text_content(text: str | None) -> list[ResultPart]:

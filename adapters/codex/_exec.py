@@ -55,7 +55,7 @@ from universal_event.events import (
     ToolOutputEvent,
     Usage,
 )
-from universal_event.parts import ResultPart, ServerToolCallPart, TextPart, ThinkingPart
+from universal_event.parts import ResultPart, TextPart, ThinkingPart
 
 __all__ = ["ExecLines"]
 
@@ -142,16 +142,7 @@ class ExecLines(CodexCore):
             self._exec_mcp(kind, item_id, item, out)
         elif item_type == "web_search":
             if done:
-                self._add_part(
-                    ServerToolCallPart(
-                        id=item_id,
-                        name="web_search",
-                        input={"query": item.get("query"), "action": item.get("action")},
-                        native=dict(item),
-                        provenance=self.provenance(),
-                    ),
-                    None,
-                )
+                self._web_search(item_id, item)
         elif item_type == "todo_list":
             entries = item.get("items") or []
             out.append(
@@ -208,15 +199,7 @@ class ExecLines(CodexCore):
         if kind != "item.completed":
             seen = self._output_seen.get(item_id, 0)
             if len(output) > seen:
-                out.append(
-                    self.make(
-                        ToolOutputEvent,
-                        native_type=kind,
-                        native_id=item_id,
-                        call_id=item_id,
-                        delta=output[seen:],
-                    )
-                )
+                out.append(self.call_event(ToolOutputEvent, kind, item_id, delta=output[seen:]))
                 self._output_seen[item_id] = len(output)
             return
         self._output_seen.pop(item_id, None)

@@ -36,15 +36,7 @@ class CodexAdapter(ExecLines, AppServerLines):
     def feed(self, native: Any) -> list[Event]:
         """Normalise one native item into the events it completes."""
         out: list[Event] = []
-        if isinstance(native, bytes | bytearray | memoryview):
-            for raw in self._lines(bytes(native)):
-                self._raw_line(raw, out)
-        elif isinstance(native, str):
-            for raw in self._lines(native.encode() + (b"" if native.endswith("\n") else b"\n")):
-                self._raw_line(raw, out)
-        elif isinstance(native, Mapping):
-            self._line(native, out)
-        else:
+        if not self._feed_lines(native, out):
             line = notification_to_line(native)
             if line is None:
                 raise AdapterError(
@@ -59,20 +51,16 @@ class CodexAdapter(ExecLines, AppServerLines):
         """Finish: a last line without newline, then an open turn as interrupted."""
         out: list[Event] = []
         for raw in self._rest_of_buffer():
-            self._raw_line(raw, out, last=True)
+            self._raw_line(raw, out, "truncated last line (stream cut)")
         if self._turn_open:
             self._end_turn(out, "interrupted", "close", error="stream ended before the turn did")
         else:
             self._flush(out, "close", status="partial", stop_reason="interrupted")
         return out
 
-    def _raw_line(self, raw: bytes, out: list[Event], *, last: bool = False) -> None:
-        if self._typed_line(raw, out):
-            return
-        problem = "truncated last line (stream cut)" if last else "malformed JSON line"
-        line = self._decode(raw, out, problem)
-        if line is not None:
-            self._line(line, out)
+    def _raw_line(self, raw: bytes, out: list[Event], problem: str = "malformed JSON line") -> None:
+        if not self._typed_line(raw, out):  # the fast path first
+            super()._raw_line(raw, out, problem)
 
     def _line(self, line: Mapping[str, Any], out: list[Event]) -> None:
         method = line.get("method")

@@ -66,7 +66,6 @@ _REDUNDANT_EVENT_MSGS = frozenset(
         "agent_message",
         "agent_reasoning",
         "agent_reasoning_raw_content",
-        "thread_settings_applied",
         "exec_command_begin",
         "exec_command_end",
     }
@@ -93,15 +92,7 @@ class CodexRolloutAdapter(CodexCore):
     def feed(self, native: Any) -> list[Event]:
         """Raw rollout bytes (cut anywhere), one ``str`` line, or one line as a dict."""
         out: list[Event] = []
-        if isinstance(native, bytes | bytearray | memoryview):
-            for raw in self._lines(bytes(native)):
-                self._raw_line(raw, out)
-        elif isinstance(native, str):
-            for raw in self._lines(native.encode() + (b"" if native.endswith("\n") else b"\n")):
-                self._raw_line(raw, out)
-        elif isinstance(native, Mapping):
-            self._line(native, out)
-        else:
+        if not self._feed_lines(native, out):
             raise AdapterError(
                 f"cannot import a {type(native).__name__!r}: expected rollout JSON lines",
                 runtime=self.runtime,
@@ -118,11 +109,6 @@ class CodexRolloutAdapter(CodexCore):
         else:
             self._flush(out, "close")
         return out
-
-    def _raw_line(self, raw: bytes, out: list[Event], problem: str = "malformed JSON line") -> None:
-        line = self._decode(raw, out, problem)
-        if line is not None:
-            self._line(line, out)
 
     def _line(self, line: Mapping[str, Any], out: list[Event]) -> None:
         kind = line.get("type")
@@ -152,6 +138,11 @@ class CodexRolloutAdapter(CodexCore):
         instructions = payload.get("base_instructions")
         if isinstance(instructions, Mapping):
             self._system = instructions.get("text")
+            # Codex 0.163.0: {"text", "provenance": {"type": "model", "model": "gpt-5.5"}}
+            # — the session's model, before any turn_context says it.
+            origin = instructions.get("provenance")
+            if self.model is None and isinstance(origin, Mapping) and origin.get("model"):
+                self.model = str(origin["model"])
         out.append(
             self.make(
                 SessionStartEvent,
@@ -245,7 +236,16 @@ class CodexRolloutAdapter(CodexCore):
                 is_error=status.get("status") in ("failed", "declined")
                 or exit_code not in (None, 0),
                 exit_code=exit_code if isinstance(exit_code, int) else None,
-                details={"output_type": item.get("type")},
+                # The output as sent (``content``) wraps the command's own output, kept here.
+                details={
+                    "output_type": item.get("type"),
+                    **(
+                        {"output": status["aggregated_output"]}
+                        if "aggregated_output" in status
+                        else {}
+                    ),
+                    **({"command": status["command"]} if "command" in status else {}),
+                },
             )
         )
 
@@ -271,6 +271,11 @@ class CodexRolloutAdapter(CodexCore):
             out.append(
                 self.make(ErrorEvent, native_type=kind, message=str(payload.get("message") or ""))
             )
+        elif kind == "thread_settings_applied":
+            # The model chosen for the thread (also a model switched mid-session).
+            settings = payload.get("thread_settings")
+            if isinstance(settings, Mapping) and settings.get("model"):
+                self.model = str(settings["model"])
         elif kind == "item_completed":
             item = payload.get("item")
             if isinstance(item, Mapping) and item.get("type") == "CommandExecution":

@@ -30,8 +30,14 @@ import msgspec
 import pytest
 
 from adapters.codex import CodexAdapter, CodexRolloutAdapter
+from adapters.openai_responses import render_request
 from adapters.openai_responses._items import CLIENT_RESULT_TYPES, item_parts, result_parts
-from universal_event.events import RequestContextEvent, RequestHeaderEvent
+from universal_event.events import (
+    AssistantMessageEvent,
+    RequestContextEvent,
+    RequestHeaderEvent,
+    ToolResultEvent,
+)
 from universal_event.log import SessionLog
 from universal_event.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from universal_event.parts import AssistantPart, Provenance, TextPart, ThinkingPart, ToolCallPart
@@ -208,14 +214,14 @@ def test_app_server_history_keeps_the_model_ids(run: str) -> None:
     assert w_text_out.text.endswith("Output:\n" + g_text_out.text)
 
 
-def _raw_item_lines(run: str) -> list[bytes]:
+def _raw_item_lines(run: str, types: tuple[str, ...]) -> list[bytes]:
     """``rawResponseItem/completed`` lines as the app-server sends them with raw events
     on, built from the same run's rollout items (the captures ran without raw events)."""
     lines = []
     for line in (CAPTURED / run / "rollout.jsonl").read_text().splitlines():
         record = json.loads(line)
         payload = record["payload"]
-        if record["type"] == "response_item" and payload["type"] in ("reasoning", "function_call"):
+        if record["type"] == "response_item" and payload["type"] in types:
             params = {"item": payload, "threadId": "t", "turnId": "u"}
             lines.append(
                 json.dumps({"method": "rawResponseItem/completed", "params": params}).encode()
@@ -224,22 +230,126 @@ def _raw_item_lines(run: str) -> list[bytes]:
     return lines
 
 
-@pytest.mark.parametrize("run", APP_TOOL_RUNS)
-def test_app_server_with_raw_items_equals_the_request(run: str) -> None:
-    raw = _raw_item_lines(run)
-    # notifications.jsonl holds the turn's notifications only (no thread/started): the
-    # model is what the caller gave thread_start().
-    adapter = CodexAdapter(model="gpt-5.5")
-    lines = (CAPTURED / run / "notifications.jsonl").read_bytes().splitlines(keepends=True)
+def _with_raw_items(run: str, adapter: CodexAdapter) -> list[Any]:
+    """The run's notifications with the raw items where a live app-server puts them: the
+    model's items before the turn's items complete, a command's ``function_call_output``
+    right *after* the command's ``item/completed`` (seen live, Codex 0.163.0)."""
+    model_items = _raw_item_lines(run, ("reasoning", "function_call"))
+    outputs = _raw_item_lines(run, ("function_call_output",))
     events = []
-    for line in lines:
+    for line in (CAPTURED / run / "notifications.jsonl").read_bytes().splitlines(keepends=True):
         events += adapter.feed(line)
         if b'"turn/started"' in line:
-            for raw_line in raw:  # the raw items arrive before the turn's items complete
+            for raw_line in model_items:
                 events += adapter.feed(raw_line)
-    history = derived([*events, *adapter.close()])
+        if b'"item/completed"' in line and b'"commandExecution"' in line:
+            for raw_line in outputs:
+                events += adapter.feed(raw_line)
+    return [*events, *adapter.close()]
+
+
+@pytest.mark.parametrize("run", APP_TOOL_RUNS)
+def test_app_server_with_raw_items_equals_the_request(run: str) -> None:
+    # notifications.jsonl holds the turn's notifications only (no thread/started): the
+    # model is what the caller gave thread_start().
+    events = _with_raw_items(run, CodexAdapter(model="gpt-5.5"))
+    history = derived(events)
     expected, _ = request_history(_requests(run)[1])
-    assert history[:2] == expected[:2]
+    # The reasoning, the exec_command call and the output exactly as Codex sent them.
+    assert history[:3] == expected[:3]
+    (result,) = [e for e in events if isinstance(e, ToolResultEvent)]
+    text = result.content[0].text
+    assert text.startswith("Chunk ID: ") and "\nOutput:\n" in text
+    # The command's own output and exit code stay beside the text the model saw.
+    assert text.endswith("Output:\n" + result.details["output"])
+    assert result.exit_code == (3 if run.endswith("_fail") else 0)
+    assert f"Process exited with code {result.exit_code}" in text
+    assert result.name == "exec_command"  # the model's name for the call, as in tool/call
+
+
+def test_app_server_output_without_its_raw_item_falls_back_to_the_plain_output() -> None:
+    """Raw events on, but the output item never came: the result is not lost."""
+    run = "app_server/xs01_tool"
+    adapter = CodexAdapter(model="gpt-5.5")
+    events = []
+    for line in (CAPTURED / run / "notifications.jsonl").read_bytes().splitlines(keepends=True):
+        events += adapter.feed(line)
+        if b'"turn/started"' in line:
+            for raw_line in _raw_item_lines(run, ("reasoning", "function_call")):
+                events += adapter.feed(raw_line)
+    (result,) = [e for e in events if isinstance(e, ToolResultEvent)]
+    assert result.content == [TextPart(text="2\n")] == [TextPart(text=result.details["output"])]
+    kinds = [type(e).__name__ for e in events]
+    # released when the next item started: still before the next response's message
+    assert kinds.index("ToolResultEvent") < len(kinds) - kinds[::-1].index("AssistantMessageEvent")
+
+
+def _responses_header(model: str) -> RequestHeaderEvent:
+    return RequestHeaderEvent(
+        provider="openai", api="responses", model=model, sampling={"store": False}
+    )
+
+
+def _reasoning_items(history: list[Message], model: str) -> list[dict[str, Any]]:
+    request = render_request(history, _responses_header(model))
+    return [item for item in request["input"] if item.get("type") == "reasoning"]
+
+
+@pytest.mark.parametrize("run", APP_TOOL_RUNS)
+def test_codex_reasoning_is_replayed_to_the_same_model_only(run: str) -> None:
+    """Provenance carries the model: Codex's encrypted reasoning goes back to gpt-5.5
+    exactly as Codex sent it, and is dropped for another model (rule 1)."""
+    body = _requests(run)[1]
+    sent = [item for item in body["input"] if item["type"] == "reasoning"]
+    log = SessionLog()
+    log.extend(_with_raw_items(run, CodexAdapter(model="gpt-5.5")))
+    replayed = _reasoning_items(log.derive_messages(), "gpt-5.5")
+    assert [(r["id"], r["encrypted_content"]) for r in replayed[:1]] == [
+        (s["id"], s["encrypted_content"]) for s in sent
+    ]
+    assert _reasoning_items(log.derive_messages(), "gpt-4.1") == []
+
+
+def test_rollout_model_from_session_meta_alone() -> None:
+    """A rollout whose turns carry no turn_context / thread settings (e.g. one written by
+    a hand-off, or cut): session_meta's base_instructions name the model."""
+    run = "app_server/xs01_tool"
+    lines = [
+        line
+        for line in (CAPTURED / run / "rollout.jsonl").read_text().splitlines(keepends=True)
+        if '"turn_context"' not in line[:80] and "thread_settings_applied" not in line
+    ]
+    events = normalise_text(CodexRolloutAdapter(), "".join(lines))
+    messages = [e for e in events if isinstance(e, AssistantMessageEvent)]
+    assert messages and all(
+        m.provenance == Provenance(provider="openai", api="responses", model="gpt-5.5")
+        for m in messages
+    )
+    log = SessionLog()
+    log.extend(events)
+    sent = [item for item in _requests(run)[1]["input"] if item["type"] == "reasoning"]
+    replayed = _reasoning_items(log.derive_messages(), "gpt-5.5")
+    assert replayed[0]["encrypted_content"] == sent[0]["encrypted_content"]
+    assert _reasoning_items(log.derive_messages(), "gpt-4.1") == []
+
+
+def test_thread_settings_switch_the_model() -> None:
+    run = "app_server/xs01_tool"
+    text = (CAPTURED / run / "rollout.jsonl").read_text()
+    switched = text.replace(
+        '"thread_settings":{"model":"gpt-5.5"', '"thread_settings":{"model":"gpt-5.5-mini"', 1
+    )
+    switched = "".join(
+        line for line in switched.splitlines(keepends=True) if '"turn_context"' not in line[:80]
+    )
+    assert switched != text
+    events = normalise_text(CodexRolloutAdapter(), switched)
+    models = {e.provenance.model for e in events if isinstance(e, AssistantMessageEvent)}
+    assert models == {"gpt-5.5-mini"}
+
+
+def normalise_text(adapter: Any, text: str) -> list[Any]:
+    return [*adapter.feed(text.encode()), *adapter.close()]
 
 
 # ---------------------------------------------------------------- exec --json: what is missing

@@ -8,8 +8,9 @@ The oracles compare the universal log with what the fake model server saw:
 
 The runtimes' own additions are named here, not ignored wholesale: Claude Code's
 ``<system-reminder>`` text blocks and the ``<system-reminder>`` suffix on a tool result;
-Codex's developer messages, its ``<environment_context>`` user message and the header
-it puts before a command's output (``Chunk ID… Wall time… Output:\\n``).
+Codex's developer messages and its ``<environment_context>`` user message. A command's
+output is compared exactly, with the header Codex puts before it (``Chunk ID… Wall
+time… Output:\\n``): the log holds the text the model saw.
 """
 
 from __future__ import annotations
@@ -200,16 +201,22 @@ def claude_sent_results(request: RecordedRequest) -> dict[str, tuple[str, bool]]
 
 
 def codex_sent_results(request: RecordedRequest) -> dict[str, str]:
-    """call_id → the command output of every function_call_output of a request.
+    """call_id → the ``output`` of every function_call_output of a request, exactly.
 
     Codex wraps a command's output in a header (``Chunk ID: …\\nWall time: …\\nProcess
-    exited with code N\\nOriginal token count: …\\nOutput:\\n``): cut off here.
+    exited with code N\\nOriginal token count: …\\nOutput:\\n``); the log's tool/result
+    holds that text when Codex gave it (raw events, rollout).
     """
-    out: dict[str, str] = {}
-    for item in request.body["input"]:
-        if item.get("type") == "function_call_output":
-            out[item["call_id"]] = str(item["output"]).split("Output:\n", 1)[1]
-    return out
+    return {
+        item["call_id"]: str(item["output"])
+        for item in request.body["input"]
+        if item.get("type") == "function_call_output"
+    }
+
+
+def command_output(sent: str) -> str:
+    """The command's own output inside Codex's wrapped ``function_call_output``."""
+    return sent.split("Output:\n", 1)[1]
 
 
 def result_text(event: ToolResultEvent) -> str:
@@ -289,8 +296,8 @@ def responses_skeleton(body: dict[str, Any]) -> list[Entry]:
         elif kind == "function_call":
             out.append(("call", item["call_id"], item["name"], json.loads(item["arguments"])))
         elif kind == "function_call_output":
-            output = str(item["output"])
-            out.append(("result", item["call_id"], output.split("Output:\n", 1)[-1], None))
+            # exactly as sent: the log holds Codex's own results as Codex wrapped them
+            out.append(("result", item["call_id"], str(item["output"]), None))
     return out
 
 

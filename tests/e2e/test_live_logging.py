@@ -17,6 +17,7 @@ from tests.e2e._support import (
     assert_codex_message_is_what_server_sent,
     claude_sent_results,
     codex_sent_results,
+    command_output,
     of_type,
     result_text,
     runner,
@@ -103,8 +104,10 @@ def test_tool_turn_is_logged_live_as_the_server_saw_it(runtime: str, tmp_path: A
     else:
         assert_codex_message_is_what_server_sent(messages[0], first)
         assert_codex_message_is_what_server_sent(messages[1], second)
-        assert codex_sent_results(second) == {tool_result.call_id: "2\n"}
-        assert result_text(tool_result) == "2\n"
+        # exactly what the model saw (Codex's header and all), the plain output beside it
+        assert codex_sent_results(second) == {tool_result.call_id: result_text(tool_result)}
+        assert command_output(result_text(tool_result)) == "2\n"
+        assert tool_result.details["output"] == "2\n" and tool_result.exit_code == 0
     assert of_type(result.events, TurnEndEvent)[-1].status == "completed"
     _contiguous(log)
     _only_model_calls(server, runtime)
@@ -128,9 +131,10 @@ def test_failed_command_is_an_error_result(runtime: str, tmp_path: Any) -> None:
         assert result_text(tool_result) == "Exit code 3\noops"
     else:
         assert tool_result.exit_code == 3
-        assert codex_sent_results(second) == {tool_result.call_id: "oops\n"}
-        assert "Process exited with code 3" in str(second.body["input"][-1]["output"])
-        assert result_text(tool_result) == "oops\n"
+        assert codex_sent_results(second) == {tool_result.call_id: result_text(tool_result)}
+        assert "Process exited with code 3\n" in result_text(tool_result)
+        assert command_output(result_text(tool_result)) == "oops\n"
+        assert tool_result.details["output"] == "oops\n"
     _contiguous(log)
 
 

@@ -172,3 +172,81 @@ def test_read_streams_in_bounded_memory(
     # Holding a quarter of the session costs more than streaming all of it.
     assert peak < peak_of_a_quarter / 2, (peak, peak_of_a_quarter)
     assert peak < 4 * 1024 * 1024, f"streaming peaked at {peak / 1e6:.1f} MB"
+
+
+def _store_raw_event(backend: str, store: object, session: str, payload: bytes) -> None:
+    """Add one stored event behind the store's back (as a newer writer would)."""
+    import json
+
+    seq = json.loads(payload)["seq"]
+    if backend == "jsonl":
+        assert isinstance(store, JsonlStore)
+        with open(store.directory / f"{session}.jsonl", "ab") as handle:
+            handle.write(payload + b"\n")
+        return
+    if backend == "sqlite":
+        assert isinstance(store, SqliteStore)
+        with sqlite3.connect(store.path) as raw:
+            raw.execute(
+                "INSERT INTO events VALUES (?, ?, 'future/thing', 0, ?)", (session, seq, payload)
+            )
+            raw.execute(
+                "UPDATE sessions SET event_count = event_count + 1 WHERE session_id = ?", (session,)
+            )
+        return
+    import psycopg
+
+    schema = store.schema  # type: ignore[attr-defined]
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        conn.execute(
+            f'INSERT INTO "{schema}".events VALUES (%s, %s, %s, 0, %s)',
+            (session, seq, "future/thing", payload),
+        )
+        conn.execute(
+            f'UPDATE "{schema}".sessions SET event_count = event_count + 1 WHERE session_id = %s',
+            (session,),
+        )
+
+
+@pytest.mark.parametrize("backend", ["jsonl", "sqlite", "postgresql"])
+def test_unknown_event_type_mid_session_reads_back_as_native_unknown(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """The batched read falls back to the codec's full path for a batch holding an event
+    type this version does not know, and goes on batching after it."""
+    from universal_event.events import NativeUnknownEvent
+
+    store = make_kit(backend, request, tmp_path).make()
+    written = sample_events("s", 0, 200)
+    store.append("s", written, expected_seq=0)
+    future = b'{"type":"future/thing","seq":200,"id":"s-ev-200","session_id":"s","ts":1.5,"x":[1]}'
+    _store_raw_event(backend, store, "s", future)
+    later = sample_events("s", 201, 1100)
+    store.append("s", later, expected_seq=201)
+    read = list(store.read("s"))
+    assert [e.seq for e in read] == list(range(1301))
+    unknown = read[200]
+    assert isinstance(unknown, NativeUnknownEvent) and unknown.native_type == "future/thing"
+    assert unknown.payload == {**unknown.payload, "x": [1]}
+    assert read[:200] == written and read[201:] == later
+    assert list(store.read("s", 150, 260)) == read[150:260]
+    store.close()
+
+
+def test_jsonl_append_after_another_store_deleted_and_recreated_the_session(
+    tmp_path: Path,
+) -> None:
+    """A store keeps session files open between appends; a file deleted (and created
+    again) by another store is noticed, and no append goes to the unlinked one."""
+    first, second = JsonlStore(tmp_path), JsonlStore(tmp_path)
+    first.append("s", sample_events("s", 0, 3), expected_seq=0)
+    second.delete("s")
+    from universal_event.errors import ConflictError
+
+    with pytest.raises(ConflictError):
+        first.append("s", sample_events("s", 3, 1), expected_seq=3)
+    second.append("s", sample_events("s", 0, 2), expected_seq=0)
+    first.append("s", sample_events("s", 2, 2), expected_seq=2)
+    assert [e.seq for e in second.read("s")] == [0, 1, 2, 3]
+    first.close()
+    second.close()
