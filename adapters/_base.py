@@ -64,7 +64,13 @@ class Adapter(ABC):
         model: str | None = None,
         **fields: Any,
     ) -> EventT:
-        """Build an event with the envelope filled from the adapter's state."""
+        """Build an event with the envelope filled from the adapter's state.
+
+        Adapters change the envelope through the hooks, not by overriding this:
+        :meth:`_envelope_defaults` (more fields), :meth:`_event_id` (another id scheme),
+        :meth:`_event_source` (another ``source``).
+        """
+        self._envelope_defaults(fields)
         fields.setdefault("turn_id", self.turn_id)
         fields.setdefault("step", self.step)
         # Some events have fields of the same names as the source's (native/unknown's
@@ -74,13 +80,27 @@ class Adapter(ABC):
         if "model" in event_type.__struct_fields__:
             fields.setdefault("model", model)
         return event_type(
-            id=new_id(),
+            id=self._event_id(),
             session_id=self.session_id,
             ts=time.time(),
-            source=Source(
-                runtime=self.runtime, native_type=native_type, native_id=native_id, model=model
-            ),
+            source=self._event_source(native_type, native_id, model),
             **fields,
+        )
+
+    def _envelope_defaults(self, fields: dict[str, Any]) -> None:
+        """Hook: set defaults for more of an event's fields (``setdefault``)."""
+        return None
+
+    def _event_id(self) -> str:
+        """Hook: a fresh event id."""
+        return new_id()
+
+    def _event_source(
+        self, native_type: str | None, native_id: str | None, model: str | None
+    ) -> Source:
+        """Hook: the ``source`` of an event."""
+        return Source(
+            runtime=self.runtime, native_type=native_type, native_id=native_id, model=model
         )
 
     def unknown(self, native_type: str | None, payload: Any, reason: str) -> NativeUnknownEvent:

@@ -58,14 +58,13 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from adapters._base import Adapter, EventT, new_id
+from adapters._base import Adapter, new_id
 from adapters._usage import anthropic_usage
 from adapters.anthropic._stream import AnthropicAdapter, assistant_parts
 from universal_event.events import (
     AssistantMessageEvent,
     ErrorEvent,
     Event,
-    NativeUnknownEvent,
     RequestHeaderEvent,
     SessionStartEvent,
     StepEndEvent,
@@ -192,34 +191,10 @@ class ClaudeCodeAdapter(Adapter):
         out.append(self.make(UserMessageEvent, content=parts))
         return out
 
-    def make(
-        self,
-        event_type: type[EventT],
-        *,
-        native_type: str | None = None,
-        native_id: str | None = None,
-        model: str | None = None,
-        **fields: Any,
-    ) -> EventT:
-        """Like :meth:`Adapter.make`; the step number only while a step is open."""
+    def _envelope_defaults(self, fields: dict[str, Any]) -> None:
+        """The step number only while a step is open."""
         if not self._step_open:
             fields.setdefault("step", None)
-        event = super().make(
-            event_type, native_type=native_type, native_id=native_id, model=model, **fields
-        )
-        if model is not None and "model" in event_type.__struct_fields__:
-            # ``model`` names the source's model in Adapter.make; events with a model
-            # field of their own (usage, session/start, request/header) get it too.
-            event = msgspec.structs.replace(event, model=model)
-        return event
-
-    def unknown(self, native_type: str | None, payload: Any, reason: str) -> NativeUnknownEvent:
-        """Keep an unrecognised native item; its type also in the event's own field.
-
-        (``Adapter.unknown`` fills only ``source.native_type``.)
-        """
-        event = super().unknown(native_type, payload, reason)
-        return msgspec.structs.replace(event, native_type=native_type)
 
     # ------------------------------------------------------------------ lines
 
@@ -265,6 +240,21 @@ class ClaudeCodeAdapter(Adapter):
             reason = f"malformed {kind!r} line: {type(exc).__name__}: {exc}"
             out.append(self.unknown(str(kind), dict(line), reason))
 
+    def _system_error(
+        self, line: Mapping[str, Any], native_type: str, message: str, **fields: Any
+    ) -> ErrorEvent:
+        """A ``system`` line about a problem the CLI goes on from: a non-fatal ``error``."""
+        return self.make(
+            ErrorEvent,
+            native_type=native_type,
+            native_id=line.get("uuid"),
+            message=message,
+            fatal=False,
+            native=dict(line),
+            parent_id=line.get("parent_tool_use_id"),
+            **fields,
+        )
+
     def _system(self, line: Mapping[str, Any], out: list[Event]) -> None:
         subtype = line.get("subtype")
         native_type = f"system/{subtype}"
@@ -280,32 +270,18 @@ class ClaudeCodeAdapter(Adapter):
                 f" of {line.get('max_retries')} in {line.get('retry_delay_ms')} ms"
             )
             out.append(
-                self.make(
-                    ErrorEvent,
-                    native_type=native_type,
-                    native_id=line.get("uuid"),
-                    message=message,
+                self._system_error(
+                    line,
+                    native_type,
+                    message,
                     code=str(error) if error is not None else None,
                     retryable=True,
-                    fatal=False,
                     http_status=status if isinstance(status, int) else None,
-                    native=dict(line),
-                    parent_id=parent,
                 )
             )
         elif subtype == "permission_denied":
-            out.append(
-                self.make(
-                    ErrorEvent,
-                    native_type=native_type,
-                    native_id=line.get("uuid"),
-                    message=str(line.get("message") or line.get("reason") or "permission denied"),
-                    code="permission_denied",
-                    fatal=False,
-                    native=dict(line),
-                    parent_id=parent,
-                )
-            )
+            message = str(line.get("message") or line.get("reason") or "permission denied")
+            out.append(self._system_error(line, native_type, message, code="permission_denied"))
         elif subtype == "task_started":
             out.append(
                 self.make(

@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from adapters._base import Adapter, EventT, new_id
+from adapters._base import Adapter, new_id
 from adapters._sse import SSEDecoder, SSEFrame
 from adapters._usage import anthropic_usage, merge_anthropic_usage
 from adapters.anthropic import _wire
@@ -300,20 +300,9 @@ class AnthropicAdapter(Adapter):
             self.make(ToolResultEvent, call_id=call_id, name=name, content=parts, is_error=is_error)
         ]
 
-    def make(
-        self,
-        event_type: type[EventT],
-        *,
-        native_type: str | None = None,
-        native_id: str | None = None,
-        model: str | None = None,
-        **fields: Any,
-    ) -> EventT:
-        """Like :meth:`Adapter.make`, with ``parent_id`` filled for nested streams."""
+    def _envelope_defaults(self, fields: dict[str, Any]) -> None:
+        """``parent_id`` filled for nested streams (a sub-agent's)."""
         fields.setdefault("parent_id", self.parent_id)
-        return super().make(
-            event_type, native_type=native_type, native_id=native_id, model=model, **fields
-        )
 
     # ------------------------------------------------------------------ input front ends
 

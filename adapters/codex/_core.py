@@ -40,7 +40,6 @@ from universal_event.events import (
     AssistantChunkEvent,
     AssistantMessageEvent,
     Event,
-    NativeUnknownEvent,
     Source,
     ToolCallEvent,
     ToolResultEvent,
@@ -158,33 +157,13 @@ class CodexCore(Adapter):
 
     # ------------------------------------------------------------ envelope
 
-    def make(
-        self,
-        event_type: type[EventT],
-        *,
-        native_type: str | None = None,
-        native_id: str | None = None,
-        model: str | None = None,
-        **fields: Any,
-    ) -> EventT:
-        """:meth:`Adapter.make` with a cheaper id and the adapter's model in ``source``.
+    def _event_id(self) -> str:
+        return _fast_id()
 
-        ``model`` also fills the event's own ``model`` field when it has one
-        (``session/start``, ``request/header``, ``usage``), and ``native_type`` the
-        ``native/unknown`` event's own.
-        """
-        fields.setdefault("turn_id", self.turn_id)
-        if model is not None and "model" in event_type.__struct_fields__:
-            fields["model"] = model
-        if event_type is NativeUnknownEvent:
-            fields.setdefault("native_type", native_type)
-        return event_type(
-            id=_fast_id(),
-            session_id=self.session_id,
-            ts=time.time(),
-            source=self._source(native_type, native_id, model),
-            **fields,
-        )
+    def _event_source(
+        self, native_type: str | None, native_id: str | None, model: str | None
+    ) -> Source:
+        return self._source(native_type, native_id, model)
 
     def _source(
         self, native_type: str | None, native_id: str | None = None, model: str | None = None
@@ -400,9 +379,7 @@ class CodexCore(Adapter):
         if isinstance(part, ToolCallPart):
             raw = self._raw_items.get(part.id)
             if raw is not None and raw.get("type") == "function_call":
-                from adapters.openai_responses._items import parse_arguments
-
-                arguments, arguments_raw = parse_arguments(str(raw.get("arguments") or ""))
+                arguments, arguments_raw = exact_arguments(raw)
                 return ToolCallPart(
                     id=part.id,
                     name=str(raw.get("name") or part.name),
@@ -586,6 +563,19 @@ class CodexCore(Adapter):
             provenance=self.provenance(),
         )
         self._add_part(part, None)
+
+
+def exact_arguments(item: Mapping[str, Any]) -> tuple[Any, str | None]:
+    """A ``function_call`` item's ``(arguments, arguments_raw)``, its text kept exactly.
+
+    Codex forwards the model's argument text as it came (``{"cmd": "…", …}`` with blanks
+    from the fake model server and the captures' "fakeresp"), while a renderer writes
+    parsed arguments compactly: the text is kept whenever that would change it, so the
+    history replays byte for byte.
+    """
+    from adapters._render import parse_arguments
+
+    return parse_arguments(str(item.get("arguments") or ""))
 
 
 def text_content(text: str | None) -> list[ResultPart]:

@@ -37,7 +37,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from adapters.codex._core import CodexCore, codex_usage
+import msgspec
+
+from adapters.codex._core import CodexCore, codex_usage, exact_arguments
 from adapters.openai_responses._items import CLIENT_RESULT_TYPES, item_parts, result_parts
 from universal_event.errors import AdapterError
 from universal_event.events import (
@@ -50,7 +52,7 @@ from universal_event.events import (
     UsageEvent,
     UserMessageEvent,
 )
-from universal_event.parts import TextPart, UserPart
+from universal_event.parts import TextPart, ToolCallPart, UserPart
 
 __all__ = ["CodexRolloutAdapter"]
 
@@ -195,6 +197,9 @@ class CodexRolloutAdapter(CodexCore):
             if item_type in ("function_call", "custom_tool_call"):
                 self._call_names[str(item.get("call_id"))] = str(item.get("name") or "")
             for part in item_parts(item, self.provenance()):
+                if item_type == "function_call" and isinstance(part, ToolCallPart):
+                    arguments, raw = exact_arguments(item)
+                    part = msgspec.structs.replace(part, arguments=arguments, arguments_raw=raw)
                 self._add_part(part, None)
 
     def _input_message(self, item: Mapping[str, Any], out: list[Event]) -> None:

@@ -89,6 +89,11 @@ def request_history(body: dict[str, Any]) -> tuple[list[Message], list[dict[str,
             messages.append(
                 ToolMessage(call_id=item["call_id"], content=result_parts(item["output"]))
             )
+        elif kind == "function_call":
+            # the arguments' text as sent (with Codex's blanks), not re-encoded
+            (call,) = item_parts(item, provenance)
+            assert isinstance(call, ToolCallPart)
+            parts.append(msgspec.structs.replace(call, arguments_raw=item["arguments"]))
         else:
             parts.extend(item_parts(item, provenance))
     flush()

@@ -50,9 +50,12 @@ def _conversation(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _comparable(item: dict[str, Any]) -> dict[str, Any]:
     """Named wire differences that carry no history: Codex puts ``status`` on the items
-    and its own ids on user messages (``msg_<uuid>``), keeps ``content: null`` on
-    reasoning; the renderer writes a user message's text as a plain string."""
+    and ids of its own making on user messages (``msg_<uuid>``) and tool outputs
+    (``fco_<uuid>``), keeps ``content: null`` on reasoning; the renderer writes a user
+    message's text as a plain string."""
     item = {k: v for k, v in item.items() if k != "status" and v is not None}
+    if item.get("type") == "function_call_output":
+        assert str(item.pop("id", "fco_")).startswith("fco_")
     if item.get("role") == "user":
         item.pop("id", None)
         item.pop("type", None)
