@@ -5,6 +5,7 @@ live appends, and a screenshot of it is not blank."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -86,7 +87,11 @@ class Browser:
             if pages or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
-        self.ws: ClientConnection = connect(pages[0]["webSocketDebuggerUrl"], max_size=None)
+        # websockets >= 17 wants connect() used as a context manager
+        self._exit = contextlib.ExitStack()
+        self.ws: ClientConnection = self._exit.enter_context(
+            connect(pages[0]["webSocketDebuggerUrl"], max_size=None)
+        )
         self._next_id = 0
 
     def _devtools_port(self) -> int:
@@ -127,7 +132,7 @@ class Browser:
             time.sleep(0.05)
 
     def close(self) -> None:
-        self.ws.close()
+        self._exit.close()
         os.killpg(self.process.pid, signal.SIGKILL)  # chromium and its helper processes
         self.process.wait(10)
         shutil.rmtree(self.profile, ignore_errors=True)
