@@ -677,6 +677,25 @@ class RenderRun:
         self.sampling, self.warnings = translate_sampling(
             merged_sampling(header), header.api if header is not None else api, api
         )
+        if (
+            self.policy.model is None
+            and header is not None
+            and header.provider is not None
+            and header.provider != provider
+        ):
+            # The header's model names another provider's model (a Codex session's
+            # ``gpt-5.5`` rendered for Anthropic): the request is well-formed but the
+            # target API will refuse the model. Say so instead of failing at the API.
+            self.warnings.append(
+                warning(
+                    "model_foreign",
+                    f"model {self.model!r} is the session's {header.provider} model; "
+                    f"rendering for {provider} needs a {provider} model (RenderPolicy.model, "
+                    "CLI --model)",
+                    model=self.model,
+                    session_provider=header.provider,
+                )
+            )
 
     def history(
         self,

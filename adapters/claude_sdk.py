@@ -752,7 +752,16 @@ def sdk_message_to_line(message: Any) -> dict[str, Any] | None:
     if name == "ResultMessage":
         return {"type": "result", **dataclasses.asdict(message)}
     if name == "RateLimitEvent":
-        return {"type": "rate_limit_event", **dataclasses.asdict(message)}
+        # The SDK renames the CLI's camelCase fields (``rateLimitType`` →
+        # ``rate_limit_type``) and keeps the line's own dict in ``raw``: use that.
+        info = message.rate_limit_info
+        raw = getattr(info, "raw", None)
+        return {
+            "type": "rate_limit_event",
+            "rate_limit_info": dict(raw) if isinstance(raw, Mapping) else dataclasses.asdict(info),
+            "uuid": message.uuid,
+            "session_id": message.session_id,
+        }
     data = getattr(message, "data", None)
     if isinstance(data, Mapping):  # SystemMessage and its task subclasses
         return {"type": "system", "subtype": getattr(message, "subtype", None), **data}

@@ -27,6 +27,7 @@ from universal_event.errors import (
     RenderError,
     SessionNotFoundError,
     StoreError,
+    StoreURLError,
     SurfaceError,
     UniversalEventError,
 )
@@ -154,6 +155,7 @@ __all__ = [
     "StepEndEvent",
     "StepStartEvent",
     "StoreError",
+    "StoreURLError",
     "Surface",
     "SurfaceError",
     "SurfaceEvent",

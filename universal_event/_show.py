@@ -128,7 +128,9 @@ def session_table(session_id: str, events: Iterable[Event]) -> list[str]:
     rows: list[str] = []
     turn_numbers: dict[str | None, str] = {}
     requested = 0
-    tool_runs = 0
+    ran: set[str] = (
+        set()
+    )  # call ids with a tool/call or a tool/result: Claude Code logs no tool/call
     count = 0
     run: list[Event] = []
 
@@ -154,7 +156,8 @@ def session_table(session_id: str, events: Iterable[Event]) -> list[str]:
             run.append(event)
             continue
         flush_run()
-        tool_runs += isinstance(event, ToolCallEvent)
+        if isinstance(event, ToolCallEvent | ToolResultEvent):
+            ran.add(event.call_id)
         if isinstance(event, AssistantMessageEvent):
             requested += sum(isinstance(p, ToolCallPart) for p in event.content)
         tag = type(event).__struct_config__.tag
@@ -166,7 +169,7 @@ def session_table(session_id: str, events: Iterable[Event]) -> list[str]:
     flush_run()
     header = [
         f"session {session_id}: {count} events, {len(turn_numbers)} turns, "
-        f"{requested} tool calls requested, {tool_runs} run",
+        f"{requested} tool calls requested, {len(ran)} run",
         _row("seq", "turn", "step", "event", "detail"),
     ]
     return header + rows

@@ -54,7 +54,10 @@ def _store_url(args: argparse.Namespace) -> str:
 def _read_input(path: str) -> bytes:
     if path == "-":
         return sys.stdin.buffer.read()
-    return Path(path).read_bytes()
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise UniversalEventError(f"cannot read input file {path!r}: {exc.strerror}") from exc
 
 
 def _write_json(value: Any, out: IO[bytes] | None = None) -> None:
@@ -91,13 +94,6 @@ def cmd_normalize(args: argparse.Namespace) -> int:
     events = normalize_bytes(args.runtime, _read_input(args.file))
     sys.stdout.buffer.write(encode_lines(events))
     return 0
-
-
-def _not_available(what: str) -> Handler:
-    def handler(args: argparse.Namespace) -> int:
-        raise NotAvailableError(f"`{what}` is not available yet")
-
-    return handler
 
 
 def _open_store(args: argparse.Namespace) -> Store:

@@ -13,7 +13,8 @@ The tree::
     ├── StoreError                 a store could not do what was asked
     │   ├── ConflictError          another writer appended first (expected seq taken)
     │   ├── CorruptEventError      a stored event cannot be read (names session and seq)
-    │   └── SessionNotFoundError   no such session
+    │   ├── SessionNotFoundError   no such session
+    │   └── StoreURLError          a store URL with a scheme no backend serves
     ├── LiveSessionError           repair was asked of a session that is still live
     ├── RenderError                a history cannot be rendered for the target
     └── NotAvailableError          a feature that this build does not provide (yet)
@@ -32,6 +33,7 @@ __all__ = [
     "RenderError",
     "SessionNotFoundError",
     "StoreError",
+    "StoreURLError",
     "SurfaceError",
     "UniversalEventError",
 ]
@@ -121,6 +123,10 @@ class SessionNotFoundError(StoreError, KeyError):
 
     def __str__(self) -> str:
         return f"no session {self.session_id!r}"
+
+
+class StoreURLError(StoreError, ValueError):
+    """A store URL no backend serves (``--store``, ``UNIVERSAL_EVENT_STORE``)."""
 
 
 class LiveSessionError(UniversalEventError):

@@ -84,7 +84,7 @@ _live_logs: weakref.WeakValueDictionary[tuple[int, str], SessionLog] = weakref.W
 
 
 class ForkError(UniversalEventError, ValueError):
-    """A fork point that is not a turn boundary of the session."""
+    """A fork point that is not a turn boundary, or a child session id already taken."""
 
 
 def new_session_id() -> str:
@@ -537,6 +537,12 @@ class SessionLog:
             upto = matches[-1]
         self.checkpoint()
         child_id = new_session_id or new_session_id_for_fork(self._session_id)
+        existing = self._store.latest_seq(child_id) + 1
+        if existing:
+            raise ForkError(
+                f"cannot fork {self._session_id!r} into {child_id!r}: that session already "
+                f"exists ({existing} events); name a new session"
+            )
         self._store.fork(self._session_id, child_id, upto_seq=upto)
         return SessionLog.open(self._store, child_id, live=True)
 

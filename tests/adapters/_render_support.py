@@ -94,8 +94,49 @@ def _materialise(value: Any) -> Any:
     return value
 
 
+_REQUEST_ADAPTERS: dict[str, pydantic.TypeAdapter[Any]] = {}
+
+
+def _request_adapter(target: str) -> pydantic.TypeAdapter[Any]:
+    """The SDK's TypedDict for the whole ``create()`` call (system, tools, tool_choice...)."""
+    if target not in _REQUEST_ADAPTERS:
+        if target == "anthropic":
+            from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+
+            _REQUEST_ADAPTERS[target] = pydantic.TypeAdapter(MessageCreateParamsNonStreaming)
+        elif target == "openai-chat":
+            from openai.types.chat.completion_create_params import (
+                CompletionCreateParamsNonStreaming,
+            )
+
+            _REQUEST_ADAPTERS[target] = pydantic.TypeAdapter(CompletionCreateParamsNonStreaming)
+        else:
+            from openai.types.responses.response_create_params import (
+                ResponseCreateParamsNonStreaming,
+            )
+
+            _REQUEST_ADAPTERS[target] = pydantic.TypeAdapter(ResponseCreateParamsNonStreaming)
+    return _REQUEST_ADAPTERS[target]
+
+
+def validate_request(target: str, kwargs: dict[str, Any]) -> Any:
+    """Validate the whole rendered ``create()`` kwargs against the SDK's TypedDict, deeply.
+
+    ``extra_body`` is what the SDK merges into the body unchecked; it is not validated.
+    ``stream`` is the one field that differs between the streaming and non-streaming
+    TypedDicts (a ``Literal``); it is left out so one TypedDict checks both.
+    """
+    checked = {key: value for key, value in kwargs.items() if key not in ("extra_body", "stream")}
+    return _materialise(_request_adapter(target).validate_python(checked))
+
+
 def validate_history(target: str, kwargs: dict[str, Any]) -> Any:
-    """Validate the rendered history against the SDK's own parameter types, deeply."""
+    """Validate the rendered history against the SDK's own parameter types, deeply.
+
+    The history only: the parse-side oracle re-renders real requests whose beta tools
+    (``advisor_20260301``) the SDK's non-beta types do not know. Requests this project
+    renders from a log are checked whole with :func:`validate_request`.
+    """
     history = kwargs["messages"] if target != "openai-responses" else kwargs["input"]
     return _materialise(_adapter(target).validate_python(history))
 

@@ -12,6 +12,7 @@ from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
+from claude_agent_sdk._internal.message_parser import parse_message
 
 from adapters.claude_sdk import ClaudeCodeAdapter, ClaudeTranscriptAdapter
 from tests.adapters._anthropic_support import CAPTURED, TRANSCRIPTS, sdk_objects
@@ -24,6 +25,8 @@ from universal_event.events import (
     Event,
     RequestHeaderEvent,
     SessionStartEvent,
+    TaskEndEvent,
+    TaskStartEvent,
     ToolResultEvent,
     TurnEndEvent,
     UsageEvent,
@@ -31,6 +34,7 @@ from universal_event.events import (
 )
 from universal_event.log import SessionLog
 from universal_event.parts import TextPart, ThinkingPart, ToolCallPart
+from universal_event.stores import MemoryStore
 
 
 def _run(path: Path, chunk: int | None = None) -> list[Event]:
@@ -232,3 +236,109 @@ def test_cli_normalize(runtime: str, path: Path, expected_messages: int) -> None
     events = codec.decode_lines(buffer.getvalue())
     assert sum(isinstance(e, AssistantMessageEvent) for e in events) == expected_messages
     assert all(e.source is not None and e.source.runtime == runtime for e in events)
+
+
+# Lines the captures do not contain (no rate limit, permission prompt or sub-agent was hit
+# offline); their shapes are the CLI's as claude_agent_sdk's message parser reads them
+# (claude_agent_sdk/_internal/message_parser.py, types.py).
+_RATE_LIMITED = {
+    "type": "rate_limit_event",
+    "rate_limit_info": {"status": "rejected", "rateLimitType": "five_hour", "resetsAt": 1},
+    "uuid": "u-rl",
+    "session_id": "s",
+}
+_TASK_CALL = "toolu_task1"
+
+
+def _sub_agent_lines() -> list[dict[str, object]]:
+    """A main-model Task call, the sub-agent's own message, the task's end, the result."""
+    return [
+        {
+            "type": "assistant",
+            "message": {
+                "id": "msg_main",
+                "model": "claude-x",
+                "content": [{"type": "tool_use", "id": _TASK_CALL, "name": "Task", "input": {}}],
+            },
+            "parent_tool_use_id": None,
+        },
+        {
+            "type": "system",
+            "subtype": "task_started",
+            "task_id": "t1",
+            "description": "look around",
+            "tool_use_id": _TASK_CALL,
+            "uuid": "u1",
+            "session_id": "s",
+        },
+        {
+            "type": "assistant",
+            "message": {
+                "id": "msg_sub",
+                "model": "claude-x",
+                "content": [{"type": "text", "text": "sub-agent says hi"}],
+            },
+            "parent_tool_use_id": _TASK_CALL,
+        },
+        {
+            "type": "system",
+            "subtype": "task_notification",
+            "task_id": "t1",
+            "status": "failed",
+            "summary": "gave up",
+            "output_file": "/tmp/o",
+            "tool_use_id": _TASK_CALL,
+            "uuid": "u2",
+            "session_id": "s",
+        },
+        {"type": "system", "subtype": "permission_denied", "message": "Bash denied", "uuid": "u3"},
+        _RATE_LIMITED,
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": _TASK_CALL, "content": "done"}],
+            },
+            "parent_tool_use_id": None,
+        },
+    ]
+
+
+def test_sub_agent_tasks_permission_denials_and_rate_limits() -> None:
+    adapter = ClaudeCodeAdapter()
+    events = [e for line in _sub_agent_lines() for e in adapter.feed(line)]
+    messages = [e for e in events if isinstance(e, AssistantMessageEvent)]
+    main_message, sub_message = messages
+    assert main_message.parent_id is None and main_message.surface is None
+    assert sub_message.parent_id == _TASK_CALL
+    assert sub_message.surface is not None and sub_message.surface.op == "hidden"
+    start = next(e for e in events if isinstance(e, TaskStartEvent))
+    end = next(e for e in events if isinstance(e, TaskEndEvent))
+    assert (start.task_id, start.call_id, start.description) == ("t1", _TASK_CALL, "look around")
+    assert (end.task_id, end.status, end.summary) == ("t1", "failed", "gave up")
+    errors = [e for e in events if isinstance(e, ErrorEvent)]
+    assert [(e.code, e.fatal) for e in errors] == [
+        ("permission_denied", False),
+        ("rate_limit", False),
+    ]
+    assert errors[0].message == "Bash denied"
+    assert errors[1].retryable and errors[1].http_status == 429
+    assert "five_hour" in errors[1].message
+    # Only the main model's message is history; the sub-agent's stays out of it.
+    log = SessionLog(MemoryStore(), "sub-agent")
+    log.extend(events)
+    history = log.derive_messages()
+    texts = [p.text for m in history for p in getattr(m, "content", []) if isinstance(p, TextPart)]
+    assert "sub-agent says hi" not in texts
+    assert any(isinstance(p, ToolCallPart) for m in history for p in getattr(m, "content", []))
+
+
+def test_rate_limit_allowed_is_informational_and_typed_object_matches_the_line() -> None:
+    allowed = {**_RATE_LIMITED, "rate_limit_info": {"status": "allowed"}}
+    (kept,) = ClaudeCodeAdapter().feed(allowed)
+    assert kept.__struct_config__.tag == "native/unknown"
+    typed = parse_message(_RATE_LIMITED)
+    (from_object,) = ClaudeCodeAdapter().feed(typed)
+    (from_line,) = ClaudeCodeAdapter().feed(_RATE_LIMITED)
+    assert isinstance(from_object, ErrorEvent) and isinstance(from_line, ErrorEvent)
+    assert from_object.message == from_line.message == "rate limit rejected (five_hour)"

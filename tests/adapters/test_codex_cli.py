@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.adapters._render_support import validate_history, validate_request
 from universal_event.cli import main
 from universal_event.codec import decode_lines
 from universal_event.events import AssistantMessageEvent, ToolResultEvent, TurnEndEvent
@@ -44,3 +45,49 @@ def test_import_codex_rollout_then_derive(
         "tool_call", "exec_command", "call_b88bea013f5f4e94b6dbf955",
     )  # fmt: skip
     assert call["arguments"] == {"cmd": "echo 1+1 | bc", "yield_time_ms": 10000}
+
+
+@pytest.mark.parametrize(
+    ("target", "model"),
+    [("anthropic", "claude-sonnet-4-5"), ("openai-chat", None), ("openai-responses", None)],
+)
+def test_import_codex_rollout_then_render_for_each_target(
+    target: str, model: str | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The hand-run path of the audit: import a rollout, render it for every format."""
+    store = f"sqlite:///{tmp_path / 'sessions.db'}"
+    rollout = CAPTURED / "exec" / "x01_tool" / "rollout.jsonl"
+    assert (
+        main(
+            ["import", "--from", "codex-rollout", str(rollout), "--session", "s1", "--store", store]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    render = ["render", "--session", "s1", "--to", target, "--store", store]
+    assert main([*render, *(["--model", model] if model else [])]) == 0
+    captured = capsys.readouterr()
+    kwargs = json.loads(captured.out)
+    validate_history(target, kwargs)
+    validate_request(target, kwargs)
+    assert kwargs["model"] == (model or "gpt-5.5")
+    assert "model_foreign" not in captured.err
+    wire = json.dumps(kwargs)
+    assert "call_b88bea013f5f4e94b6dbf955" in wire and "echo 1+1 | bc" in wire
+    # Codex's encrypted reasoning reaches only the Responses request of the same model.
+    assert ("encrypted_content" in wire) == (target == "openai-responses")
+
+
+def test_render_for_another_provider_without_a_model_warns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = f"sqlite:///{tmp_path / 'sessions.db'}"
+    rollout = CAPTURED / "exec" / "x01_tool" / "rollout.jsonl"
+    assert (
+        main(
+            ["import", "--from", "codex-rollout", str(rollout), "--session", "s1", "--store", store]
+        )
+        == 0
+    )
+    assert main(["render", "--session", "s1", "--to", "anthropic", "--store", store]) == 0
+    assert "[model_foreign] model 'gpt-5.5'" in capsys.readouterr().err

@@ -64,6 +64,7 @@ from tests.adapters._render_support import (
     recorded_requests,
     recording,
     validate_history,
+    validate_request,
 )
 from universal_event.events import AssistantMessageEvent, Event
 from universal_event.parts import ToolCallPart
@@ -266,6 +267,7 @@ def test_render_side_oracle_renders_the_next_request(target: str, name: str, n: 
     messages, header = derive(events)
     kwargs = module(target).render_request(messages, header)
     validate_history(target, kwargs)
+    validate_request(target, kwargs)
     expected = copy.deepcopy(after[key])
     if name == "stream_function_call_then_text":  # FC_ID_AS_CALL_ID
         minted = next(

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 import msgspec
+import pydantic
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -22,7 +23,7 @@ from adapters._render import (
     ToolIdMapper,
     map_tool_call_id,
 )
-from tests.adapters._render_support import validate_history
+from tests.adapters._render_support import validate_history, validate_request
 from tests.adapters.test_render_oracle import TARGETS, module
 from universal_event.errors import RenderError
 from universal_event.events import RequestHeaderEvent, ToolSpec, WarningEvent
@@ -57,6 +58,7 @@ def render(
         messages, header or HEADERS[target], RenderPolicy(**policy), warnings=warnings
     )
     validate_history(target, kwargs)
+    validate_request(target, kwargs)
     return kwargs, warnings
 
 
@@ -627,3 +629,29 @@ def test_rule_11_foreign_server_tools_and_settings_dropped_with_warning() -> Non
 def test_render_needs_a_model() -> None:
     with pytest.raises(RenderError, match="no model"):
         module("anthropic").render_request([user("hi")], None)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_whole_request_validation_can_fail(target: str) -> None:
+    """The SDK TypedDict check of the whole request is real: a bad tool or setting fails."""
+    spec = ToolSpec(name="get", input_schema={"type": "object", "properties": {}})
+    header = msgspec.structs.replace(HEADERS[target], system="Be brief.", tools=[spec])
+    kwargs, _ = render(target, [user("hi")], header)
+    assert kwargs["tools"]
+    validate_request(target, kwargs)
+    with pytest.raises(pydantic.ValidationError):
+        validate_request(target, {**kwargs, "tools": [{"type": "no_such_tool_type"}]})
+    with pytest.raises(pydantic.ValidationError):
+        validate_request(target, {**kwargs, "tool_choice": 42})
+
+
+def test_a_foreign_session_model_is_named_in_a_warning() -> None:
+    """A Codex session (gpt model) rendered for Anthropic without a target model."""
+    kwargs, warnings = render("anthropic", [user("hi")], HEADERS["openai-responses"])
+    assert kwargs["model"] == "gpt-5"
+    (foreign,) = [w for w in warnings if w.code == "model_foreign"]
+    assert "gpt-5" in foreign.message and "--model" in foreign.message
+    _, chosen = render("anthropic", [user("hi")], HEADERS["openai-responses"], model="claude-x")
+    assert "model_foreign" not in [w.code for w in chosen]
+    _, same_provider = render("openai-chat", [user("hi")], HEADERS["openai-responses"])
+    assert "model_foreign" not in [w.code for w in same_provider]

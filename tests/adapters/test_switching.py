@@ -23,7 +23,7 @@ import pytest
 
 from adapters._render import RenderPolicy, same_origin
 from adapters.openai_chat._request import TOOL_ERROR_MARKER
-from tests.adapters._render_support import FIXTURES, log_of, validate_history
+from tests.adapters._render_support import FIXTURES, log_of, validate_history, validate_request
 from tests.adapters.test_render_oracle import TARGETS, _response_events, module, recording
 from universal_event.events import Event, UserMessageEvent
 from universal_event.ingest import normalize_bytes
@@ -282,6 +282,7 @@ def render_for(target: str, events: list[Event], model: str) -> dict[str, Any]:
         log.derive_messages(), log.current_header(), RenderPolicy(model=model)
     )
     validate_history(target, kwargs)
+    validate_request(target, kwargs)
     return kwargs
 
 

@@ -141,3 +141,61 @@ def test_repair_via_cli(
     assert [(c.name, c.state) for c in interrupted.open_tool_calls] == [
         ("str_replace_based_edit_tool", "not-started")
     ]
+
+
+def test_unreadable_input_and_unknown_store_url_are_one_line_errors(
+    tmp_path: Path, durable_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "missing.jsonl"
+    status, _, err = run(capsys, "import", "--from", "claude-code", str(missing),
+                         "--session", "s", "--store", durable_url)  # fmt: skip
+    assert status == 1
+    assert err == f"universal-event: error: cannot read input file {str(missing)!r}: " \
+        "No such file or directory\n"  # fmt: skip
+    assert open_store(durable_url).latest_seq("s") == -1
+
+    status, _, err = run(capsys, "sessions", "--store", "gopher://x")
+    assert status == 1
+    assert err.startswith("universal-event: error: unknown store URL 'gopher://x'")
+    assert "Traceback" not in err
+
+
+def test_fork_into_an_existing_session_names_it_and_changes_nothing(
+    durable_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = SessionLog(open_store(durable_url), "parent")
+    add_turn(log, 0, tools=1)
+    log.checkpoint()
+    log.close()
+    fork = ("fork", "--session", "parent", "--new", "child", "--store", durable_url)
+    assert run(capsys, *fork)[0] == 0
+    before = list(open_store(durable_url).read("child"))
+
+    status, _, err = run(capsys, *fork)
+    assert status == 1
+    assert "'child': that session already exists" in err
+    assert list(open_store(durable_url).read("child")) == before
+
+
+def test_a_part_not_installed_exits_2_naming_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import universal_event.runtimes
+
+    monkeypatch.setattr(universal_event.runtimes, "runtime_available", lambda runtime: False)
+    status, out, err = run(capsys, "run", "--runtime", "codex", "--session", "s", "hi",
+                           "--store", "memory:")  # fmt: skip
+    assert (status, out) == (2, "")
+    assert err == "universal-event: codex is not installed (pip install 'universal-event[codex]')\n"
+
+
+def test_show_counts_a_tool_as_run_when_only_its_result_is_logged(
+    durable_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Claude Code's stream has no tool/call event: the tool/result alone shows it ran."""
+    capture = Path(__file__).parent.parent / "fixtures/captured/claude/cli/c01_tool/stdout.jsonl"
+    run(capsys, "import", "--from", "claude-code", str(capture), "--session", "cc",
+        "--store", durable_url)  # fmt: skip
+    status, out, _ = run(capsys, "show", "cc", "--store", durable_url)
+    assert status == 0
+    assert out.splitlines()[0].endswith(", 1 turns, 1 tool calls requested, 1 run")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -352,3 +353,23 @@ def test_sync_picks_up_another_writers_events() -> None:
     writer.checkpoint()
     assert [e.seq for e in reader.sync()] == [1]
     assert len(reader.derive_messages()) == 2
+
+
+def test_the_type_checker_refuses_a_surface_intent_on_other_types(tmp_path: Path) -> None:
+    """The overloads of ``append`` make mypy reject what the runtime check rejects."""
+    from mypy import api
+
+    snippet = (
+        "from universal_event import SessionLog, Surface, TurnStartEvent, UserMessageEvent\n"
+        "log = SessionLog()\n"
+        "log.append(UserMessageEvent(content=[]), surface=Surface(op='hidden'))\n"
+        "log.append(TurnStartEvent())\n"
+        "log.append(TurnStartEvent(), surface=Surface(op='hidden'))\n"
+    )
+    out, err, status = api.run(
+        ["--config-file", "", "--strict", "--no-error-summary", "--ignore-missing-imports",
+         "--cache-dir", str(tmp_path), "-c", snippet]
+    )  # fmt: skip
+    assert status == 1, (out, err)
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and errors[0].startswith("<string>:5:"), out

@@ -3,6 +3,7 @@ migrations, bounded-memory reads."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 import tracemalloc
@@ -250,3 +251,35 @@ def test_jsonl_append_after_another_store_deleted_and_recreated_the_session(
     assert [e.seq for e in second.read("s")] == [0, 1, 2, 3]
     first.close()
     second.close()
+
+
+def test_jsonl_fsyncs_each_checkpoint_after_writing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint (one ``append``) is on disk before it returns: the file is fsynced
+    after its lines are written, and a new file's directory entry too."""
+    synced: list[tuple[int, int]] = []  # (inode, size at fsync time)
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        stat = os.fstat(fd)
+        synced.append((stat.st_ino, stat.st_size))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    store = JsonlStore(tmp_path)
+    store.append("s", sample_events("s", 0, 3), expected_seq=0)
+    file = tmp_path / "s.jsonl"
+    assert len(synced) == 2
+    assert synced[0] == (file.stat().st_ino, file.stat().st_size)  # after the write, all of it
+    assert synced[1][0] == tmp_path.stat().st_ino  # the new file's directory entry
+    synced.clear()
+    store.append("s", sample_events("s", 3, 2), expected_seq=3)
+    assert synced == [(file.stat().st_ino, file.stat().st_size)]
+    store.close()
+
+    synced.clear()
+    unsynced = JsonlStore(tmp_path / "fast", fsync=False)
+    unsynced.append("s", sample_events("s", 0, 3), expected_seq=0)
+    unsynced.close()
+    assert synced == []

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from universal_event.events import SessionEndedSeqEvent
+from universal_event.repair import find_open_work, repair
 from universal_event.stores import Store, open_store
 
 from ._writers import (
@@ -28,11 +29,6 @@ from ._writers import (
 from .conftest import POSTGRES_URL, RUN_TAG, StoreKit, make_kit
 
 KILL_TRIALS = 200
-
-try:
-    from universal_event.repair import find_open_work, repair
-except ImportError:  # pragma: no cover - the session-log work is not there yet
-    repair = None  # type: ignore[assignment]
 
 
 def _child_options(backend: str) -> dict[str, Any]:
@@ -96,8 +92,6 @@ def _check_after_kill(
         assert event == scripted_event(session, event.seq), f"trial {trial}: seq {event.seq}"
     if latest < 0:
         stats["killed_before_open"] += 1
-        return
-    if repair is None:
         return
     added = repair(store, session)
     repaired = list(store.read(session))

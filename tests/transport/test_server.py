@@ -326,6 +326,30 @@ def test_token_file_format_errors_name_the_line() -> None:
     assert not tokens.allows(WRITER[:-1], "s1", "write")
 
 
+def test_every_token_check_compares_every_grant_in_constant_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No early exit and no plain ``==``: each check runs ``hmac.compare_digest`` over
+    fixed-size digests of every grant, whether the token matches first, last or never."""
+    import hmac
+
+    import universal_event.server._auth as auth
+
+    compared: list[tuple[int, int]] = []
+    real_compare = hmac.compare_digest
+
+    def recording(a: bytes, b: bytes) -> bool:
+        compared.append((len(a), len(b)))
+        return real_compare(a, b)
+
+    monkeypatch.setattr(auth.hmac, "compare_digest", recording)
+    tokens = Tokens.parse(f"{WRITER} s1 write\n{READER} s1 read\n{ADMIN} * read,write")
+    for presented in (WRITER, ADMIN, "x", "guess" * 40):
+        compared.clear()
+        tokens.allows(presented, "s1", "read")
+        assert compared == [(32, 32)] * 3, presented
+
+
 # ---------------------------------------------------------------- live fan-out and resume
 
 

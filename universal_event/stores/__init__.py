@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from universal_event.errors import StoreURLError
 from universal_event.stores._base import SessionInfo, Store, check_batch
 from universal_event.stores.memory import MemoryStore
 
@@ -31,7 +32,7 @@ def open_store(url: str, **options: Any) -> Store:
         return MemoryStore()
     scheme = url.split(":", 1)[0]
     if scheme not in _BACKENDS:
-        raise ValueError(
+        raise StoreURLError(
             f"unknown store URL {url!r}: expected memory:, jsonl:///dir, "
             "sqlite:///file or postgresql://..."
         )
