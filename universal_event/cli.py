@@ -179,8 +179,10 @@ def cmd_render(args: argparse.Namespace) -> int:
     try:
         log = _open_log(store, args.session)
         header = log.current_header()
-        if header is None or (header.model is None and args.model is None):
-            raise RenderError(f"session {args.session!r} has no request/header with a model")
+        if (header is None or header.model is None) and args.model is None:
+            raise RenderError(
+                f"session {args.session!r} has no request/header with a model: pass --model"
+            )
         warnings: list[Any] = []
         policy = RenderPolicy(model=args.model)
         rendered = module.render_request(log.derive_messages(), header, policy, warnings=warnings)

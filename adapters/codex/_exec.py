@@ -104,6 +104,11 @@ class ExecLines(CodexCore):
             self._end_turn(out, "failed", kind, error=str(message) if message else None)
         elif kind == "error":
             self._exec_error(line, out)
+        elif "payload" in line and "timestamp" in line:
+            # ``{"timestamp", "type": "session_meta" | "response_item" | ..., "payload"}``
+            # is a rollout file's line, not a live stream's: say which --from reads it.
+            reason = "a Codex rollout (rollout-*.jsonl) line: import it with --from codex-rollout"
+            out.append(self.unknown(kind, dict(line), reason))
         else:
             out.append(self.unknown(kind, dict(line), "unknown exec event type"))
 

@@ -10,7 +10,12 @@ import pytest
 from tests.adapters._render_support import validate_history, validate_request
 from universal_event.cli import main
 from universal_event.codec import decode_lines
-from universal_event.events import AssistantMessageEvent, ToolResultEvent, TurnEndEvent
+from universal_event.events import (
+    AssistantMessageEvent,
+    NativeUnknownEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+)
 
 CAPTURED = Path(__file__).parent.parent / "fixtures" / "captured" / "codex"
 
@@ -91,3 +96,17 @@ def test_render_for_another_provider_without_a_model_warns(
     )
     assert main(["render", "--session", "s1", "--to", "anthropic", "--store", store]) == 0
     assert "[model_foreign] model 'gpt-5.5'" in capsys.readouterr().err
+
+
+def test_normalize_from_codex_given_a_rollout_names_the_right_dialect(
+    capsysbinary: pytest.CaptureFixture[bytes],
+) -> None:
+    """A rollout file fed to ``--from codex`` is kept, and each line says what reads it."""
+    rollout = CAPTURED / "exec" / "x01_tool" / "rollout.jsonl"
+    assert main(["normalize", "--from", "codex", str(rollout)]) == 0
+    events = decode_lines(capsysbinary.readouterr().out)
+    assert len(events) == len(rollout.read_bytes().splitlines())
+    assert all(isinstance(e, NativeUnknownEvent) for e in events)
+    assert {e.reason for e in events if isinstance(e, NativeUnknownEvent)} == {
+        "a Codex rollout (rollout-*.jsonl) line: import it with --from codex-rollout"
+    }

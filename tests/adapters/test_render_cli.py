@@ -66,3 +66,26 @@ def test_normalize_request_body_gives_events(
     assert main(["normalize", "--from", "openai-responses-request", str(path)]) == 0
     types = [json.loads(line)["type"] for line in capsys.readouterr().out.splitlines()]
     assert types == ["request/header", "user/message", "assistant/message", "tool/result"]
+
+
+def test_a_session_without_a_header_renders_with_model_and_says_so_without(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stream = tmp_path / "stream.sse"
+    recorded = recording("anthropic", "stream_client_tool_two_turns")
+    stream.write_text(recorded["interactions"][0]["response_body"])
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    assert (
+        main(["import", "--store", store, "--from", "anthropic", str(stream), "--session", "s"])
+        == 0
+    )
+    capsys.readouterr()
+    assert main(["render", "--store", store, "--session", "s", "--to", "anthropic"]) == 1
+    assert "pass --model" in capsys.readouterr().err
+    assert (
+        main(["render", "--store", store, "--session", "s", "--to", "anthropic", "--model", "m1"])
+        == 0
+    )
+    rendered = json.loads(capsys.readouterr().out)
+    assert rendered["model"] == "m1"
+    assert rendered["messages"][0]["role"] == "assistant"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -39,9 +40,17 @@ RUNTIMES = ("claude-code", "codex")
 
 
 def need(runtime: str) -> None:
-    """Skip when the runtime's CLI is not installed (the ``claude``/``codex`` extras)."""
+    """Skip when the runtime's CLI is not installed (the ``claude``/``codex`` extras).
+
+    Never skipped in CI (``CI`` set, as GitHub Actions does) or with
+    ``UNIVERSAL_EVENT_REQUIRE_RUNTIMES=1``: there a missing runtime fails the test, so the
+    end-to-end suite cannot pass by not running.
+    """
     if not runtime_available(runtime):
-        pytest.skip(f"{runtime} is not installed (extras claude / codex)")
+        message = f"{runtime} is not installed (extras claude / codex)"
+        if os.environ.get("CI") or os.environ.get("UNIVERSAL_EVENT_REQUIRE_RUNTIMES") == "1":
+            pytest.fail(message + "; required in CI")
+        pytest.skip(message)
 
 
 def runner(runtime: str, server_url: str, tmp_path: Path, **hooks: Any) -> Any:

@@ -216,3 +216,20 @@ def test_runtime_killed_mid_turn_closes_the_turn(runtime: str, tmp_path: Any) ->
     assert not find_open_work(log.events()).turns  # closed by the runner, not left to repair
     assert len(of_type(log.events(), AssistantMessageEvent)) == 1  # the answer never came
     _contiguous(log)
+
+
+def test_a_missing_runtime_fails_in_ci_instead_of_skipping(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.e2e import _support
+
+    monkeypatch.setattr(_support, "runtime_available", lambda runtime: False)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("UNIVERSAL_EVENT_REQUIRE_RUNTIMES", raising=False)
+    with pytest.raises(pytest.skip.Exception):
+        _support.need("codex")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="required in CI"):
+        _support.need("codex")
+    monkeypatch.delenv("CI")
+    monkeypatch.setenv("UNIVERSAL_EVENT_REQUIRE_RUNTIMES", "1")
+    with pytest.raises(pytest.fail.Exception, match="required in CI"):
+        _support.need("claude-code")
