@@ -109,10 +109,12 @@ def _open_log(store: Store, session_id: str) -> SessionLog:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from universal_event.ingest import normalize_bytes
+    """Normalise a native input into a stored session; importing it again adds nothing."""
+    from universal_event.ingest import normalize_bytes, with_stable_ids
     from universal_event.log import SessionLog
 
-    events = normalize_bytes(args.runtime, _read_input(args.file))
+    data = _read_input(args.file)
+    events = with_stable_ids(args.runtime, data, normalize_bytes(args.runtime, data))
     store = _open_store(args)
     try:
         log = SessionLog(store, args.session)

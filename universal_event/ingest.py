@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from universal_event.events import Event
 
-__all__ = ["REQUEST_RUNTIMES", "normalize_bytes", "parse_request_body"]
+__all__ = ["REQUEST_RUNTIMES", "normalize_bytes", "parse_request_body", "with_stable_ids"]
 
 REQUEST_RUNTIMES: dict[str, str] = {
     "anthropic-request": "adapters.anthropic",
@@ -52,3 +52,21 @@ def parse_request_body(runtime: str, data: bytes) -> list[Event]:
         raise DecodeError("a request body must be a JSON object")
     events: list[Event] = importlib.import_module(REQUEST_RUNTIMES[runtime]).parse_request(body)
     return events
+
+
+def with_stable_ids(runtime: str, data: bytes, events: list[Event]) -> list[Event]:
+    """The same events with ids derived from the input's bytes and their position.
+
+    Importing the same input twice then adds nothing: the log is idempotent by event id,
+    so the second import finds every id already logged. A different input (or the same
+    bytes read as another runtime) gets different ids and appends.
+    """
+    import hashlib
+
+    import msgspec
+
+    digest = hashlib.sha256(runtime.encode() + b"\0" + data).hexdigest()[:24]
+    return [
+        msgspec.structs.replace(event, id=f"import-{digest}-{index}")
+        for index, event in enumerate(events)
+    ]

@@ -63,18 +63,32 @@ def test_import_events_derive(
     assert any(part["type"] == "tool_call" for part in derived[0]["content"])
 
 
-def test_import_into_an_existing_session_appends_after_it(
-    durable_url: str, first_stream: Path, capsys: pytest.CaptureFixture[str]
+def test_importing_the_same_input_twice_adds_nothing_another_input_appends(
+    durable_url: str, first_stream: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = ("import", "--from", "anthropic", str(first_stream), "--session", "s1")
     run(capsys, *args, "--store", durable_url)
     count = open_store(durable_url).latest_seq("s1") + 1
     status, out, _ = run(capsys, *args, "--store", durable_url)
     assert status == 0
-    assert f"{count} events imported, {2 * count} in all" in out
+    assert f"0 events imported, {count} in all" in out
+    other = tmp_path / "other.sse"
+    other.write_bytes(first_stream.read_bytes().replace(b"msg_", b"msg_X"))
+    status, out, _ = run(
+        capsys,
+        "import",
+        "--from",
+        "anthropic",
+        str(other),
+        "--session",
+        "s1",
+        "--store",
+        durable_url,
+    )
+    assert status == 0
     events = list(open_store(durable_url).read("s1"))
-    assert [e.seq for e in events] == list(range(2 * count))
-    # The adapter mints fresh event ids per run, so the second copy is new events.
+    assert [e.seq for e in events] == list(range(len(events)))
+    assert len(events) == 2 * count
     assert len({e.id for e in events}) == 2 * count
 
 
