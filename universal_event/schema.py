@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,9 @@ def _strict_unions(node: Any) -> Any:
     if not isinstance(node, dict):
         return node
     result = {key: _strict_unions(value) for key, value in node.items()}
+    if isinstance(result.get("description"), str):
+        # msgspec < 0.23 keeps docstring indentation, 0.23 dedents: same file either way
+        result["description"] = inspect.cleandoc(result["description"])
     discriminator = result.get("discriminator")
     if isinstance(discriminator, dict) and "anyOf" in result:
         result["oneOf"] = result.pop("anyOf")
