@@ -14,6 +14,19 @@ httpx2.alias_httpx()
 
 pytest_plugins = ("respx.plugin",)
 
+import os  # noqa: E402
+
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+# A loaded 2-core CI machine makes wall-clock deadlines flaky; they test nothing here.
+settings.register_profile(
+    "universal-event",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=bool(os.environ.get("CI")),
+)
+settings.load_profile("universal-event")
+
 # ---------------------------------------------------------------------------------------
 # Every event the suite builds must validate against the exported JSON Schema.
 # Events are sampled at the chokepoints they pass through (adapters, the session log,
