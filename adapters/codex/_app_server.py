@@ -53,17 +53,27 @@ a turn with it).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, get_args
 
 from adapters.codex._core import CodexCore, OpenItem, codex_usage, text_content
 from adapters.codex._exec import mcp_content
 from adapters.codex._wire import (
-    PARAMS,
+    AgentMessageDelta,
     AgentMessageItem,
+    CommandOutputDelta,
     DeltaParams,
+    FileChangeOutputDelta,
+    ItemCompleted,
     ItemParams,
+    ItemStarted,
     PartParams,
+    ReasoningDeltaParams,
     ReasoningItem,
+    ReasoningTextDelta,
+    SummaryDeltaParams,
+    SummaryPartAdded,
+    SummaryTextDelta,
+    TypedLine,
     decode_typed_line,
 )
 from adapters.openai_responses._items import CLIENT_RESULT_TYPES
@@ -352,28 +362,45 @@ class AppServerLines(CodexCore):
         line = decode_typed_line(raw)
         if line is None:
             return False
-        params = line.params if line.params is not None else line.payload
+        params = line.params
         if params is None:
-            return False
-        _TYPED_HANDLERS[line.method](self, line.method, params, out)
+            params = line.payload
+            if params is None:
+                return False
+        _TYPED_HANDLERS[type(line)](self, line.METHOD, params, out)
         return True
 
     # A delta line from bytes opens a turn for a stream joined late (the dict path's
-    # delta handlers do not).
+    # delta handlers do not). The deltas are most of a stream's lines: their handlers
+    # do inline what ``_open`` / ``_ensure_turn`` / ``_text_delta`` would.
     def _typed_message_delta(self, method: str, params: DeltaParams, out: list[Event]) -> None:
-        self._ensure_turn(out, method)
-        self._text_delta(method, params.itemId, params.delta, out)
+        if not self._turn_open:
+            self._start_turn(out, None, method)
+        item_id = params.itemId
+        delta = params.delta
+        item = self._open_items.get(item_id)
+        if item is None:
+            item = self._open_items[item_id] = OpenItem("text", item_id)
+        item.text.append(delta)
+        self._chunk(out, method, item_id, "text", delta)
 
-    def _typed_summary_delta(self, method: str, params: DeltaParams, out: list[Event]) -> None:
-        self._ensure_turn(out, method)
+    def _typed_summary_delta(
+        self, method: str, params: SummaryDeltaParams, out: list[Event]
+    ) -> None:
+        if not self._turn_open:
+            self._start_turn(out, None, method)
         self._summary_text_delta(method, params.itemId, params.summaryIndex, params.delta, out)
 
-    def _typed_reasoning_delta(self, method: str, params: DeltaParams, out: list[Event]) -> None:
-        self._ensure_turn(out, method)
+    def _typed_reasoning_delta(
+        self, method: str, params: ReasoningDeltaParams, out: list[Event]
+    ) -> None:
+        if not self._turn_open:
+            self._start_turn(out, None, method)
         self._thinking_delta(method, params.itemId, params.contentIndex, params.delta, out)
 
     def _typed_output_delta(self, method: str, params: DeltaParams, out: list[Event]) -> None:
-        self._ensure_turn(out, method)
+        if not self._turn_open:
+            self._start_turn(out, None, method)
         self._tool_output_delta(method, params.itemId, params.delta, out)
 
     def _typed_summary_part(self, method: str, params: PartParams, out: list[Event]) -> None:
@@ -517,18 +544,18 @@ def _user_parts(content: Any) -> list[UserPart]:
     return parts
 
 
-_TYPED_HANDLERS: dict[str, Callable[[AppServerLines, str, Any, list[Event]], None]] = {
-    "item/agentMessage/delta": AppServerLines._typed_message_delta,
-    "item/reasoning/summaryTextDelta": AppServerLines._typed_summary_delta,
-    "item/reasoning/textDelta": AppServerLines._typed_reasoning_delta,
-    "item/commandExecution/outputDelta": AppServerLines._typed_output_delta,
-    "item/fileChange/outputDelta": AppServerLines._typed_output_delta,
-    "item/reasoning/summaryPartAdded": AppServerLines._typed_summary_part,
-    "item/started": AppServerLines._typed_item_started,
-    "item/completed": AppServerLines._typed_item_completed,
+_TYPED_HANDLERS: dict[type[TypedLine], Callable[[AppServerLines, str, Any, list[Event]], None]] = {
+    AgentMessageDelta: AppServerLines._typed_message_delta,
+    SummaryTextDelta: AppServerLines._typed_summary_delta,
+    ReasoningTextDelta: AppServerLines._typed_reasoning_delta,
+    CommandOutputDelta: AppServerLines._typed_output_delta,
+    FileChangeOutputDelta: AppServerLines._typed_output_delta,
+    SummaryPartAdded: AppServerLines._typed_summary_part,
+    ItemStarted: AppServerLines._typed_item_started,
+    ItemCompleted: AppServerLines._typed_item_completed,
 }
-"""Method → handler of its typed line: the fast path for the common lines."""
-assert _TYPED_HANDLERS.keys() == PARAMS.keys(), "one handler per typed method"
+"""Line struct → handler of its typed line: the fast path for the common lines."""
+assert set(_TYPED_HANDLERS) == set(get_args(TypedLine)), "one handler per typed method"
 
 _HANDLERS = {
     "thread/started": AppServerLines._thread_started,

@@ -2,126 +2,188 @@
 
 Most lines of an app-server stream are deltas and ``item/started`` / ``item/completed``
 of agent messages, reasoning and user messages. Those are decoded straight into the
-structs below (one prebuilt decoder per method, unknown fields skipped, no dicts
-built). Only what the adapter reads is declared, with the types the
-captures show (``tests/fixtures/captured/codex/app_server/*/wire``); a line of another
-method, item type or shape fails to decode here and goes down the general dict path,
-which reads it exactly as before. The capture harness's ``notifications.jsonl`` says
-``payload`` where the wire says ``params``: both are declared.
+structs below by **one** decoder: a union tagged by the line's ``method`` (unknown
+fields skipped, no dicts built). Only what the adapter reads is declared, with the
+types the captures show (``tests/fixtures/captured/codex/app_server/*/wire``); a line
+of another method, item type or shape fails to decode here and goes down the general
+dict path, which reads it exactly as before. The capture harness's
+``notifications.jsonl`` says ``payload`` where the wire says ``params``: both are
+declared.
+
+The structs are ``gc=False``: decoded JSON holds no reference cycles, and a line's
+structs are freed as soon as it is handled, so the collector need not count them.
 """
 
 from __future__ import annotations
 
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar
 
 import msgspec
 
 __all__ = [
+    "AgentMessageDelta",
     "AgentMessageItem",
+    "CommandOutputDelta",
     "DeltaParams",
-    "PARAMS",
+    "FileChangeOutputDelta",
+    "ItemCompleted",
     "ItemParams",
+    "ItemStarted",
     "PartParams",
+    "ReasoningDeltaParams",
     "ReasoningItem",
+    "ReasoningTextDelta",
+    "SummaryDeltaParams",
+    "SummaryPartAdded",
+    "SummaryTextDelta",
     "TypedLine",
     "UserMessageItem",
     "decode_typed_line",
 ]
 
 
-class DeltaParams(msgspec.Struct):
-    """A delta notification's fields the adapter reads (the rest is skipped)."""
+class DeltaParams(msgspec.Struct, gc=False):
+    """A text delta's fields the adapter reads (the rest is skipped)."""
 
     itemId: str
     delta: str
+
+
+class SummaryDeltaParams(msgspec.Struct, gc=False):
+    itemId: str
+    delta: str
     summaryIndex: int = 0
+
+
+class ReasoningDeltaParams(msgspec.Struct, gc=False):
+    itemId: str
+    delta: str
     contentIndex: int = 0
 
 
-class PartParams(msgspec.Struct):
+class PartParams(msgspec.Struct, gc=False):
     """``item/reasoning/summaryPartAdded``: which item gets a new summary part."""
 
     itemId: str
 
 
-class AgentMessageItem(msgspec.Struct, tag_field="type", tag="agentMessage"):
+class AgentMessageItem(msgspec.Struct, gc=False, tag_field="type", tag="agentMessage"):
     id: str | None = None
     text: str | None = None
     phase: str | None = None
 
 
-class ReasoningItem(msgspec.Struct, tag_field="type", tag="reasoning"):
+class ReasoningItem(msgspec.Struct, gc=False, tag_field="type", tag="reasoning"):
     id: str | None = None
     summary: list[str] | None = None
     content: list[str] | None = None
 
 
-class UserMessageItem(msgspec.Struct, tag_field="type", tag="userMessage"):
+class UserMessageItem(msgspec.Struct, gc=False, tag_field="type", tag="userMessage"):
     id: str | None = None
     content: Any = None
 
 
-class ItemParams(msgspec.Struct):
+class ItemParams(msgspec.Struct, gc=False):
     """``item/started`` / ``item/completed`` params of the item types decoded here."""
 
     item: AgentMessageItem | ReasoningItem | UserMessageItem
 
 
-ParamsT = TypeVar("ParamsT")
+# One struct per method, tagged by ``method``: the decoder picks the struct from the
+# line's own top-level ``method`` (first on the wire, anywhere in the harness's files).
+# ``method`` is the tag, not a field: each class names it as ``METHOD``.
 
 
-class TypedLine(msgspec.Struct, Generic[ParamsT]):
-    """A notification line of one of :data:`PARAMS`' methods."""
+class AgentMessageDelta(
+    msgspec.Struct, gc=False, tag_field="method", tag="item/agentMessage/delta"
+):
+    METHOD: ClassVar[str] = "item/agentMessage/delta"
+    params: DeltaParams | None = None
+    payload: DeltaParams | None = None
 
-    method: str
-    params: ParamsT | None = None
-    payload: ParamsT | None = None
+
+class SummaryTextDelta(
+    msgspec.Struct, gc=False, tag_field="method", tag="item/reasoning/summaryTextDelta"
+):
+    METHOD: ClassVar[str] = "item/reasoning/summaryTextDelta"
+    params: SummaryDeltaParams | None = None
+    payload: SummaryDeltaParams | None = None
 
 
-PARAMS: dict[str, type[Any]] = {
-    "item/agentMessage/delta": DeltaParams,
-    "item/reasoning/summaryTextDelta": DeltaParams,
-    "item/reasoning/textDelta": DeltaParams,
-    "item/commandExecution/outputDelta": DeltaParams,
-    "item/fileChange/outputDelta": DeltaParams,
-    "item/reasoning/summaryPartAdded": PartParams,
-    "item/started": ItemParams,
-    "item/completed": ItemParams,
-}
-"""The methods decoded here → their params struct."""
+class ReasoningTextDelta(
+    msgspec.Struct, gc=False, tag_field="method", tag="item/reasoning/textDelta"
+):
+    METHOD: ClassVar[str] = "item/reasoning/textDelta"
+    params: ReasoningDeltaParams | None = None
+    payload: ReasoningDeltaParams | None = None
 
-_decoders: dict[bytes, tuple[msgspec.json.Decoder[TypedLine[Any]], str]] = {
-    method.encode(): (msgspec.json.Decoder(TypedLine[params]), method)  # type: ignore[valid-type]
-    for method, params in PARAMS.items()
-}
+
+class CommandOutputDelta(
+    msgspec.Struct, gc=False, tag_field="method", tag="item/commandExecution/outputDelta"
+):
+    METHOD: ClassVar[str] = "item/commandExecution/outputDelta"
+    params: DeltaParams | None = None
+    payload: DeltaParams | None = None
+
+
+class FileChangeOutputDelta(
+    msgspec.Struct, gc=False, tag_field="method", tag="item/fileChange/outputDelta"
+):
+    METHOD: ClassVar[str] = "item/fileChange/outputDelta"
+    params: DeltaParams | None = None
+    payload: DeltaParams | None = None
+
+
+class SummaryPartAdded(
+    msgspec.Struct, gc=False, tag_field="method", tag="item/reasoning/summaryPartAdded"
+):
+    METHOD: ClassVar[str] = "item/reasoning/summaryPartAdded"
+    params: PartParams | None = None
+    payload: PartParams | None = None
+
+
+class ItemStarted(msgspec.Struct, gc=False, tag_field="method", tag="item/started"):
+    METHOD: ClassVar[str] = "item/started"
+    params: ItemParams | None = None
+    payload: ItemParams | None = None
+
+
+class ItemCompleted(msgspec.Struct, gc=False, tag_field="method", tag="item/completed"):
+    METHOD: ClassVar[str] = "item/completed"
+    params: ItemParams | None = None
+    payload: ItemParams | None = None
+
+
+TypedLine = (
+    AgentMessageDelta
+    | SummaryTextDelta
+    | ReasoningTextDelta
+    | CommandOutputDelta
+    | FileChangeOutputDelta
+    | SummaryPartAdded
+    | ItemStarted
+    | ItemCompleted
+)
+"""A notification line of one of the methods decoded here."""
+
+_decoder: msgspec.json.Decoder[TypedLine] = msgspec.json.Decoder(TypedLine)
 _WIRE_HEAD = b'{"method":"'
+_TYPED_HEAD = b'{"method":"item/'
+"""Every method decoded here starts with ``item/``."""
 
 
-def decode_typed_line(raw: bytes) -> TypedLine[Any] | None:
+def decode_typed_line(raw: bytes) -> TypedLine | None:
     """``raw`` as a typed line, or None when it is not one (general path).
 
-    The method is peeked at first, so that a line of another method (thread status,
-    rate limits, ...) never reaches a decoder. On the wire the method is the first key:
-    the peek is exact. In another key order (the capture harness's files) a
-    ``"method"`` key nested before the line's own could mislead it: the decoded method
-    must agree.
+    On the wire the method is the first key: a line whose method does not start with
+    ``item/`` (thread status, rate limits, ...) never reaches the decoder. Lines in
+    another key order (the capture harness's files) are tried when they have a
+    ``"method"`` key at all (exec lines and JSON-RPC responses have none).
     """
-    if raw.startswith(_WIRE_HEAD):
-        wire_order = True
-        method = raw[11 : raw.find(b'"', 11)]
-    else:
-        key = raw.find(b'"method"')
-        if key == -1:  # exec lines, JSON-RPC responses
-            return None
-        wire_order = False
-        quote = raw.find(b'"', key + 8) + 1  # the value's, after ``:`` and any blanks
-        method = raw[quote : raw.find(b'"', quote)]
-    entry = _decoders.get(method)
-    if entry is None:
+    if not raw.startswith(_TYPED_HEAD) and (raw.startswith(_WIRE_HEAD) or b'"method"' not in raw):
         return None
-    decoder, name = entry
     try:
-        line = decoder.decode(raw)
-    except msgspec.DecodeError:  # another item type, a field of another type, ...
+        return _decoder.decode(raw)
+    except msgspec.DecodeError:  # another method or item type, a field of another type
         return None
-    return line if wire_order or line.method == name else None

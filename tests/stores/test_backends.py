@@ -283,3 +283,26 @@ def test_jsonl_fsyncs_each_checkpoint_after_writing_it(
     unsynced.append("s", sample_events("s", 0, 3), expected_seq=0)
     unsynced.close()
     assert synced == []
+
+
+@pytest.mark.parametrize("sizes", [(1, 2, 3, 129), (1003,), (128, 127, 4)])
+def test_batches_of_every_size_read_back_whole_and_in_order(
+    kit: StoreKit, sizes: tuple[int, ...]
+) -> None:
+    """SQLite writes batches as multi-row INSERTs in chunks (1, 2, 3, multiples of 4 up
+    to 128): batches across those boundaries must land whole, in order, once."""
+    from universal_event.errors import ConflictError
+    from universal_event.testing import sample_events
+
+    store = kit.make()
+    start = 0
+    for size in sizes:
+        store.append("chunks", sample_events("chunks", start, size), expected_seq=start)
+        start += size
+    events = list(store.read("chunks"))
+    assert [e.seq for e in events] == list(range(start))
+    assert events == sample_events("chunks", 0, start)
+    with pytest.raises(ConflictError):
+        store.append("chunks", sample_events("chunks", start - 1, 130), expected_seq=start - 1)
+    assert store.latest_seq("chunks") == start - 1
+    store.close()

@@ -54,7 +54,7 @@ from universal_event.stores._base import (
     decode_fetched,
     decode_page,
     encode_for,
-    encode_rows,
+    encode_row_values,
     event_type,
     page_through,
     runtime_of,
@@ -94,6 +94,39 @@ _MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
 SCHEMA_VERSION = _MIGRATIONS[-1][0]
 
 _INSERT_EVENT = "INSERT INTO events (session_id, seq, type, ts, payload) VALUES (?, ?, ?, ?, ?)"
+_ROWS_PER_INSERT = 128
+"""The most rows one ``INSERT`` binds: 640 values, under SQLite's oldest variable limit
+(999); a larger batch takes several statements."""
+_ROW_STEP = 4
+"""Multi-row statements exist for multiples of this many rows (plus 1, 2 and 3), so a
+connection prepares at most ``128 / 4 + 3`` of them, well within its statement cache."""
+
+
+def _insert_rows_statement(count: int) -> str:
+    return "INSERT INTO events (session_id, seq, type, ts, payload) VALUES " + ", ".join(
+        ["(?, ?, ?, ?, ?)"] * count
+    )
+
+
+_INSERT_ROWS = {
+    count: _insert_rows_statement(count)
+    for count in (1, 2, 3, *range(_ROW_STEP, _ROWS_PER_INSERT + 1, _ROW_STEP))
+}
+"""Prebuilt multi-row inserts, by row count. One statement per chunk of rows: measured,
+a 100-row append binds and steps in ~70 µs less than ``executemany`` of one row each."""
+
+
+def _insert_chunks(count: int) -> list[int]:
+    """Row counts of the inserts that write ``count`` rows (each a key of _INSERT_ROWS)."""
+    chunks = [_ROWS_PER_INSERT] * (count // _ROWS_PER_INSERT)
+    rest = count % _ROWS_PER_INSERT
+    if rest >= _ROW_STEP:
+        chunks.append(rest - rest % _ROW_STEP)
+    if rest % _ROW_STEP:
+        chunks.append(rest % _ROW_STEP)
+    return chunks
+
+
 _CLAIM_NEW_SESSION = (
     "INSERT INTO sessions (session_id, runtime, created, last_activity, event_count) "
     "VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
@@ -201,27 +234,28 @@ class SqliteStore(TailByPolling):
     # ------------------------------------------------------------------ writes
 
     def append(self, session_id: str, events: Sequence[EventBase], *, expected_seq: int) -> None:
-        rows = encode_rows(session_id, events, expected_seq)
+        values = encode_row_values(session_id, events, expected_seq)
+        count = len(events)
         now = time.time()
         with self._lock, self._write_transaction():
-            if not rows:
-                count = self._event_count(session_id)
-                if count != expected_seq:
-                    raise ConflictError(session_id, expected_seq, count)
+            if not count:
+                stored = self._event_count(session_id)
+                if stored != expected_seq:
+                    raise ConflictError(session_id, expected_seq, stored)
                 return
             if expected_seq == 0:
                 claim = self._conn.execute(
-                    _CLAIM_NEW_SESSION, (session_id, runtime_of(events), now, now, len(rows))
+                    _CLAIM_NEW_SESSION, (session_id, runtime_of(events), now, now, count)
                 )
             else:
                 claim = self._conn.execute(
                     _CLAIM_NEXT_SEQS,
-                    (len(rows), now, runtime_of(events), session_id, expected_seq),
+                    (count, now, runtime_of(events), session_id, expected_seq),
                 )
             if claim.rowcount != 1:
                 raise ConflictError(session_id, expected_seq, self._event_count(session_id))
             try:
-                self._conn.executemany(_INSERT_EVENT, rows)
+                self._insert_values(values, count)
             except sqlite3.IntegrityError:
                 # Only reachable when the events table disagrees with sessions
                 # (rows written by something else): still never a duplicate.
@@ -231,6 +265,17 @@ class SqliteStore(TailByPolling):
                 raise ConflictError(session_id, expected_seq, int(top) + 1) from None
         with self._appended:
             self._appended.notify_all()
+
+    def _insert_values(self, values: list[Any], count: int) -> None:
+        """Insert ``count`` rows given as flat values, a prebuilt statement per chunk."""
+        if count in _INSERT_ROWS:  # the common case: one statement, the list as is
+            self._conn.execute(_INSERT_ROWS[count], values)
+            return
+        start = 0
+        for chunk in _insert_chunks(count):
+            end = start + chunk * 5
+            self._conn.execute(_INSERT_ROWS[chunk], values[start:end])
+            start = end
 
     def _event_count(self, session_id: str) -> int:
         row = self._conn.execute(
