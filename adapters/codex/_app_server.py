@@ -389,7 +389,18 @@ class AppServerLines(CodexCore):
     ) -> None:
         if not self._turn_open:
             self._start_turn(out, None, method)
-        self._summary_text_delta(method, params.itemId, params.summaryIndex, params.delta, out)
+        item_id = params.itemId
+        delta = params.delta
+        index = params.summaryIndex
+        item = self._open_items.get(item_id)
+        if item is None:
+            item = self._open_items[item_id] = OpenItem("thinking", item_id)
+        summary = item.summary
+        if 0 <= index < len(summary):
+            summary[index].append(delta)
+        else:
+            _slot(summary, index).append(delta)
+        self._chunk(out, method, item_id, "summary", delta, index)
 
     def _typed_reasoning_delta(
         self, method: str, params: ReasoningDeltaParams, out: list[Event]
