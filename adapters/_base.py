@@ -10,6 +10,7 @@ Events come back without ``seq`` (the session log assigns it) but with ``source`
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from abc import ABC, abstractmethod
@@ -21,6 +22,13 @@ from universal_event.parts import TextPart, UserPart
 __all__ = ["Adapter", "new_id"]
 
 EventT = TypeVar("EventT", bound=EventBase)
+
+
+@functools.cache
+def _source_named_fields(event_type: type[EventBase]) -> tuple[bool, bool]:
+    """Whether an event type has its own ``native_type`` / ``model`` fields."""
+    fields = event_type.__struct_fields__
+    return "native_type" in fields, "model" in fields
 
 
 def new_id() -> str:
@@ -75,9 +83,10 @@ class Adapter(ABC):
         fields.setdefault("step", self.step)
         # Some events have fields of the same names as the source's (native/unknown's
         # ``native_type``, usage's ``model``): fill those too unless given.
-        if "native_type" in event_type.__struct_fields__:
+        has_native_type, has_model = _source_named_fields(event_type)
+        if has_native_type:
             fields.setdefault("native_type", native_type)
-        if "model" in event_type.__struct_fields__:
+        if has_model:
             fields.setdefault("model", model)
         return event_type(
             id=self._event_id(),
