@@ -35,6 +35,7 @@ from collections.abc import Iterable
 
 import msgspec
 
+from universal_event._sse_frames import SSEDecoder
 from universal_event.codec import decode, encode
 from universal_event.errors import DecodeError
 from universal_event.events import Event, EventBase
@@ -104,70 +105,31 @@ class SSEMessage(msgspec.Struct, frozen=True):
 class SSEEventDecoder:
     """Incremental SSE decoder for clients: bytes in, :class:`SSEMessage` / events out.
 
-    ``last_event_id`` is what a client sends back as ``Last-Event-ID`` on reconnect.
+    Framing is the shared :class:`~universal_event._sse_frames.SSEDecoder`; this adds
+    the client's view: the event name defaults to ``message``, frames without data are
+    not dispatched, and ``last_event_id`` is what a client sends back as
+    ``Last-Event-ID`` on reconnect.
     """
 
     def __init__(self) -> None:
-        self._pending = b""
-        self._data: list[str] = []
-        self._event = ""
-        self._id_buffer = ""
+        self._frames = SSEDecoder()
         self.last_event_id = ""
         """The id of the last *complete* frame (committed at its blank line)."""
 
     def feed(self, chunk: bytes) -> list[SSEMessage]:
         """The messages that ``chunk`` completes."""
-        buffer = self._pending + chunk
-        messages: list[SSEMessage] = []
-        start = 0
-        length = len(buffer)
-        while start < length:
-            newline = buffer.find(b"\n", start)
-            carriage = buffer.find(b"\r", start, length if newline == -1 else newline)
-            if carriage != -1:
-                if carriage + 1 == length:
-                    break  # a trailing "\r" may be the first half of "\r\n"
-                end = carriage
-                start_next = carriage + 2 if buffer[carriage + 1] == 0x0A else carriage + 1
-            elif newline != -1:
-                end = newline
-                start_next = newline + 1
-            else:
-                break
-            message = self._line(buffer[start:end])
-            if message is not None:
-                messages.append(message)
-            start = start_next
-        self._pending = buffer[start:]
+        messages = [
+            SSEMessage(
+                frame.event or "message", frame.data.decode("utf-8", "replace"), frame.id or ""
+            )
+            for frame in self._frames.feed(chunk)
+            if frame.has_data
+        ]
+        # WHATWG: the id is committed when a frame completes (a cut after `id:` does not
+        # count); a frame without data lines dispatches nothing but its id counts.
+        self.last_event_id = self._frames.last_id or ""
         return messages
 
     def feed_events(self, chunk: bytes) -> list[Event]:
         """The Universal Events that ``chunk`` completes (``: comments`` skipped)."""
         return [decode(message.data) for message in self.feed(chunk) if message.data]
-
-    def _line(self, raw: bytes) -> SSEMessage | None:
-        if not raw:
-            return self._dispatch()
-        line = raw.decode("utf-8", "replace")
-        if line.startswith(":"):
-            return None
-        field, colon, value = line.partition(":")
-        if colon and value.startswith(" "):
-            value = value[1:]
-        if field == "data":
-            self._data.append(value)
-        elif field == "event":
-            self._event = value
-        elif field == "id" and "\0" not in value:
-            self._id_buffer = value
-        return None
-
-    def _dispatch(self) -> SSEMessage | None:
-        # WHATWG: the id is committed when the frame completes (a cut after `id:` does
-        # not count); a frame without data lines dispatches nothing but its id counts.
-        self.last_event_id = self._id_buffer
-        data, event = self._data, self._event
-        self._data, self._event = [], ""
-        if not data:
-            return None
-        return SSEMessage(event or "message", "\n".join(data), self.last_event_id)

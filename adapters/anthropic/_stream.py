@@ -37,9 +37,9 @@ from typing import Any, ClassVar
 import msgspec
 
 from adapters._base import Adapter, new_id
-from adapters._sse import SSEDecoder, SSEFrame
 from adapters._usage import anthropic_usage, merge_anthropic_usage
 from adapters.anthropic import _wire
+from universal_event._sse_frames import SSEDecoder, SSEFrame
 from universal_event.events import (
     AssistantChunkEvent,
     AssistantMessageEvent,

@@ -63,12 +63,12 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from adapters._base import Adapter, EventT
-from adapters._sse import SSEDecoder, SSEFrame
 from adapters._tap import EventLog, needs_checkpoint
 from adapters._tap import atap as generic_atap
 from adapters._tap import tap as generic_tap
 from adapters._usage import openai_usage
 from adapters.openai_chat._wire import ChatBody, Choice, Delta, ToolCallFragment, body_decoder
+from universal_event._sse_frames import SSEDecoder, SSEFrame
 from universal_event.errors import AdapterError
 from universal_event.events import (
     AssistantChunkEvent,

@@ -49,7 +49,6 @@ from typing import Any, ClassVar, Literal, TypeVar
 import msgspec
 
 from adapters._base import Adapter
-from adapters._sse import SSEDecoder, SSEFrame
 from adapters._tap import EventLog
 from adapters._tap import atap as generic_atap
 from adapters._tap import tap as generic_tap
@@ -61,6 +60,7 @@ from adapters.openai_responses._items import (
     item_parts,
     result_parts,
 )
+from universal_event._sse_frames import SSEDecoder, SSEFrame
 from universal_event.events import (
     AssistantChunkEvent,
     AssistantMessageEvent,

@@ -8,7 +8,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters._sse import SSEDecoder, SSEFrame
+from universal_event._sse_frames import SSEDecoder, SSEFrame
 
 Frame = tuple[str | None, bytes, str | None]
 

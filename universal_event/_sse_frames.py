@@ -1,4 +1,7 @@
-"""Incremental Server-Sent Events framing for provider streams (bytes in, frames out).
+"""Incremental Server-Sent Events framing (bytes in, frames out).
+
+The one SSE parser of the project: the adapters read provider streams with it, and
+:class:`universal_event.sse.SSEEventDecoder` (the control plane's clients) builds on it.
 
 Input may be cut anywhere: inside a line, between ``\\r`` and ``\\n``, inside a UTF-8
 sequence. ``feed`` buffers the incomplete tail; ``flush`` returns a final frame that
@@ -32,6 +35,8 @@ class SSEFrame(msgspec.Struct, frozen=True):
     event: str | None
     data: bytes
     id: str | None = None
+    has_data: bool = True
+    """False for a frame with an ``event:`` line but no ``data:`` line (not dispatched)."""
 
 
 class SSEDecoder:
@@ -44,6 +49,11 @@ class SSEDecoder:
         """The pending input ends with a ``\r``: the next chunk completes its line end."""
         self._id: str | None = None
         """The last event id: it carries over to the frames after it (WHATWG)."""
+
+    @property
+    def last_id(self) -> str | None:
+        """The id in effect after the last complete frame, even one without data."""
+        return self._id
 
     def feed(self, chunk: bytes) -> list[SSEFrame]:
         """Frames completed by ``chunk``."""
@@ -129,8 +139,8 @@ class SSEDecoder:
                 data.append(value)
             elif field == b"event":
                 event = value.decode("utf-8", "replace")
-            elif field == b"id":
+            elif field == b"id" and b"\0" not in value:
                 self._id = value.decode("utf-8", "replace")
         if not data and event is None:
             return None
-        return SSEFrame(event, b"\n".join(data), self._id)
+        return SSEFrame(event, b"\n".join(data), self._id, bool(data))
