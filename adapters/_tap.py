@@ -35,7 +35,14 @@ iteration: the caller must not go on to run the tool or send the next request.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Iterator,
+    Sequence,
+)
 from typing import Any, Protocol, TypeVar
 
 from universal_event.events import (
@@ -48,7 +55,15 @@ from universal_event.events import (
 )
 from universal_event.parts import ToolCallPart
 
-__all__ = ["EventLog", "FeedsEvents", "atap", "needs_checkpoint", "tap"]
+__all__ = [
+    "EventLog",
+    "FeedsEvents",
+    "aerrors_logged",
+    "atap",
+    "errors_logged",
+    "needs_checkpoint",
+    "tap",
+]
 
 T = TypeVar("T")
 
@@ -95,6 +110,31 @@ def _finish(adapter: FeedsEvents, log: EventLog) -> None:
     if closing:
         log.extend(closing)
     log.checkpoint()
+
+
+def errors_logged(
+    stream: Iterable[T], on_error: Callable[[BaseException], list[Event]], log: EventLog
+) -> Iterator[T]:
+    """``stream`` unchanged, but an exception it raises is logged (``on_error``'s events,
+    checkpointed when fatal) before it propagates: SDKs that raise on an in-stream error
+    (``openai.APIError``) or a dropped connection would otherwise leave no trace."""
+    try:
+        yield from stream
+    except Exception as exc:
+        _log(on_error(exc), log)
+        raise
+
+
+async def aerrors_logged(
+    stream: AsyncIterable[T], on_error: Callable[[BaseException], list[Event]], log: EventLog
+) -> AsyncIterator[T]:
+    """The async :func:`errors_logged`."""
+    try:
+        async for item in stream:
+            yield item
+    except Exception as exc:
+        _log(on_error(exc), log)
+        raise
 
 
 def tap(stream: Iterable[T], adapter: FeedsEvents, log: EventLog) -> Iterator[T]:

@@ -63,7 +63,7 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from adapters._base import Adapter, EventT
-from adapters._tap import EventLog, needs_checkpoint
+from adapters._tap import EventLog, aerrors_logged, errors_logged
 from adapters._tap import atap as generic_atap
 from adapters._tap import tap as generic_tap
 from adapters._usage import openai_usage
@@ -848,7 +848,7 @@ def tap(
     an agent loop's requests in one turn.
     """
     adapter = adapter if adapter is not None else OpenAIChatAdapter()
-    return generic_tap(_errors_logged(stream, adapter, log), adapter, log)
+    return generic_tap(errors_logged(stream, adapter.api_error, log), adapter, log)
 
 
 def atap(
@@ -856,30 +856,4 @@ def atap(
 ) -> AsyncIterator[T]:
     """:func:`tap` for ``AsyncOpenAI`` streams (``async for``)."""
     adapter = adapter if adapter is not None else OpenAIChatAdapter()
-    return generic_atap(_aerrors_logged(stream, adapter, log), adapter, log)
-
-
-def _log_error(exc: Exception, adapter: OpenAIChatAdapter, log: EventLog) -> None:
-    events = adapter.api_error(exc)
-    log.extend(events)
-    if needs_checkpoint(events):
-        log.checkpoint()
-
-
-def _errors_logged(stream: Iterable[T], adapter: OpenAIChatAdapter, log: EventLog) -> Iterator[T]:
-    try:
-        yield from stream
-    except Exception as exc:
-        _log_error(exc, adapter, log)
-        raise
-
-
-async def _aerrors_logged(
-    stream: AsyncIterable[T], adapter: OpenAIChatAdapter, log: EventLog
-) -> AsyncIterator[T]:
-    try:
-        async for item in stream:
-            yield item
-    except Exception as exc:
-        _log_error(exc, adapter, log)
-        raise
+    return generic_atap(aerrors_logged(stream, adapter.api_error, log), adapter, log)

@@ -49,7 +49,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 import msgspec
 
 from adapters._base import Adapter
-from adapters._tap import EventLog
+from adapters._tap import EventLog, aerrors_logged, errors_logged
 from adapters._tap import atap as generic_atap
 from adapters._tap import tap as generic_tap
 from adapters._usage import openai_usage
@@ -1042,7 +1042,7 @@ def tap(
         if adapter is not None
         else OpenAIResponsesAdapter(session_id=str(getattr(log, "session_id", "")))
     )
-    return generic_tap(_errors_logged(stream, adapter, log), adapter, log)
+    return generic_tap(errors_logged(stream, adapter.api_error, log), adapter, log)
 
 
 def atap(
@@ -1054,25 +1054,4 @@ def atap(
         if adapter is not None
         else OpenAIResponsesAdapter(session_id=str(getattr(log, "session_id", "")))
     )
-    return generic_atap(_async_errors_logged(stream, adapter, log), adapter, log)
-
-
-def _errors_logged(
-    stream: Iterable[T], adapter: OpenAIResponsesAdapter, log: EventLog
-) -> Iterator[T]:
-    try:
-        yield from stream
-    except Exception as exc:
-        log.extend(adapter.api_error(exc))
-        raise
-
-
-async def _async_errors_logged(
-    stream: AsyncIterable[T], adapter: OpenAIResponsesAdapter, log: EventLog
-) -> AsyncIterator[T]:
-    try:
-        async for item in stream:
-            yield item
-    except Exception as exc:
-        log.extend(adapter.api_error(exc))
-        raise
+    return generic_atap(aerrors_logged(stream, adapter.api_error, log), adapter, log)
