@@ -16,12 +16,16 @@ import uuid
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, TypeVar
 
+import msgspec
+
 from universal_event.events import Event, EventBase, NativeUnknownEvent, Source, UserMessageEvent
 from universal_event.parts import TextPart, UserPart
 
 __all__ = ["Adapter", "new_id"]
 
 EventT = TypeVar("EventT", bound=EventBase)
+
+_json_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
 
 
 @functools.cache
@@ -46,6 +50,8 @@ class Adapter(ABC):
         self.session_id = session_id
         self.turn_id: str | None = None
         self.step: int | None = None
+        self._line_buffer = bytearray()
+        """JSON-lines input after its last newline (the start of a line cut by a chunk)."""
 
     @abstractmethod
     def feed(self, native: Any) -> list[Event]:
@@ -111,6 +117,40 @@ class Adapter(ABC):
         return Source(
             runtime=self.runtime, native_type=native_type, native_id=native_id, model=model
         )
+
+    # ------------------------------------------------------------ JSON-lines input
+
+    def _lines(self, chunk: bytes) -> list[bytes]:
+        """Complete, non-blank lines of ``chunk`` (a line cut at its end waits for the rest)."""
+        buffer = self._line_buffer
+        if buffer:
+            buffer += chunk
+            chunk = bytes(buffer)
+            buffer.clear()
+        lines = chunk.split(b"\n")
+        buffer += lines.pop()  # after the last newline: the start of a line, or b""
+        # ``isspace`` stops at the first other byte; ``strip`` would copy every line.
+        return [line for line in lines if line and not line.isspace()]
+
+    def _rest_of_lines(self) -> list[bytes]:
+        """At close: a last line without its newline (complete JSON or a truncated one)."""
+        rest = bytes(self._line_buffer).strip()
+        self._line_buffer.clear()
+        return [rest] if rest else []
+
+    def _json_object(
+        self, raw: bytes, out: list[Event], problem: str = "malformed JSON line"
+    ) -> dict[str, Any] | None:
+        """One JSON line as an object; anything else is kept as ``native/unknown``."""
+        try:
+            line = _json_decoder.decode(raw)
+        except msgspec.DecodeError as exc:
+            out.append(self.unknown(None, raw.decode("utf-8", "replace"), f"{problem}: {exc}"))
+            return None
+        if not isinstance(line, dict):
+            out.append(self.unknown(None, line, "JSON line is not an object"))
+            return None
+        return line
 
     def unknown(self, native_type: str | None, payload: Any, reason: str) -> NativeUnknownEvent:
         """Keep a native item the adapter does not recognise."""

@@ -56,8 +56,6 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-import msgspec
-
 from adapters._base import Adapter, new_id
 from adapters._usage import anthropic_usage
 from adapters.anthropic._stream import AnthropicAdapter, assistant_parts
@@ -83,7 +81,6 @@ from universal_event.parts import ImagePart, Provenance, ResultPart, TextPart, U
 
 __all__ = ["ClaudeCodeAdapter", "ClaudeTranscriptAdapter", "sdk_message_to_line"]
 
-_raw_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
 
 SYNTHETIC_MODEL = "<synthetic>"
 """The model name Claude Code puts on the error messages it makes up itself."""
@@ -136,7 +133,6 @@ class ClaudeCodeAdapter(Adapter):
 
     def __init__(self, *, session_id: str = "") -> None:
         super().__init__(session_id=session_id)
-        self._buffer = bytearray()
         self._stream = _EmbeddedStream(session_id=session_id, embedded=True)
         self._pending: _Pending | None = None
         self._turn_open = False
@@ -173,9 +169,10 @@ class ClaudeCodeAdapter(Adapter):
     def close(self) -> list[Event]:
         """Finish: a last line without newline, the pending message, an open turn."""
         out: list[Event] = []
-        if self._buffer.strip():
-            self._feed_bytes(b"\n", out)
-        self._buffer.clear()
+        for raw in self._rest_of_lines():
+            line = self._json_object(raw, out)
+            if line is not None:
+                self._on_line(line, out)
         out.extend(self._stream.close())
         self._flush(out)
         if self._turn_open:
@@ -199,25 +196,10 @@ class ClaudeCodeAdapter(Adapter):
     # ------------------------------------------------------------------ lines
 
     def _feed_bytes(self, chunk: bytes, out: list[Event]) -> None:
-        self._buffer += chunk
-        end = self._buffer.rfind(b"\n")
-        if end == -1:
-            return
-        complete = bytes(self._buffer[:end])
-        del self._buffer[: end + 1]
-        for raw in complete.split(b"\n"):
-            if not raw.strip():
-                continue
-            try:
-                line = _raw_decoder.decode(raw)
-            except msgspec.DecodeError as exc:
-                text = raw.decode("utf-8", "replace")
-                out.append(self.unknown(None, text, f"malformed JSON line: {exc}"))
-                continue
-            if isinstance(line, dict):
+        for raw in self._lines(chunk):
+            line = self._json_object(raw, out)
+            if line is not None:
                 self._on_line(line, out)
-            else:
-                out.append(self.unknown(None, line, "JSON line is not an object"))
 
     def _on_line(self, line: Mapping[str, Any], out: list[Event]) -> None:
         kind = line.get("type")

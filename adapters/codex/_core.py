@@ -59,10 +59,8 @@ from universal_event.parts import (
     ToolCallPart,
 )
 
-__all__ = ["CodexCore", "OpenItem", "codex_usage", "decoder", "text_content"]
+__all__ = ["CodexCore", "OpenItem", "codex_usage", "text_content"]
 
-decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
-"""One JSON decoder for every Codex line (built once: msgspec perf tips)."""
 
 _ID_PREFIX = os.urandom(6).hex()
 _id_counter = count(1 << 40)
@@ -137,7 +135,6 @@ class CodexCore(Adapter):
         """The model, for provenance: given here (``codex exec --json`` never says it)
         or learnt from the stream (app-server ``thread/started``, rollout
         ``turn_context``)."""
-        self._buffer = bytearray()
         self._turn_open = False
         self._turn_usage: Usage | None = None
         self._parts: list[AssistantPart] = []
@@ -213,17 +210,6 @@ class CodexCore(Adapter):
 
     # ------------------------------------------------------------ JSON lines
 
-    def _lines(self, chunk: bytes) -> list[bytes]:
-        """Complete lines of ``chunk`` (a line cut at the chunk's end waits for the rest)."""
-        if self._buffer:
-            self._buffer += chunk
-            chunk = bytes(self._buffer)
-            self._buffer.clear()
-        lines = chunk.split(b"\n")
-        self._buffer += lines.pop()  # after the last newline: the start of a line, or b""
-        # ``isspace`` stops at the first other byte; ``strip`` would copy every line.
-        return [line for line in lines if line and not line.isspace()]
-
     def _feed_lines(self, native: Any, out: list[Event]) -> bool:
         """JSON-lines input (``bytes`` cut anywhere, a ``str`` line, a decoded ``dict``)
         into ``out``; False when ``native`` is none of these."""
@@ -241,34 +227,13 @@ class CodexCore(Adapter):
 
     def _raw_line(self, raw: bytes, out: list[Event], problem: str = "malformed JSON line") -> None:
         """One complete JSON line (``problem`` names what a line that does not decode is)."""
-        line = self._decode(raw, out, problem)
+        line = self._json_object(raw, out, problem)
         if line is not None:
             self._line(line, out)
 
     def _line(self, line: Mapping[str, Any], out: list[Event]) -> None:
         """One decoded line: the dialect's own."""
         raise NotImplementedError
-
-    def _decode(
-        self, raw: bytes, out: list[Event], problem: str = "malformed JSON line"
-    ) -> dict[str, Any] | None:
-        """One JSON line as an object; anything else is kept as ``native/unknown``."""
-        try:
-            line = decoder.decode(raw)
-        except msgspec.DecodeError as exc:
-            text = raw.decode("utf-8", "replace")
-            out.append(self.unknown(None, text, f"{problem}: {exc}"))
-            return None
-        if not isinstance(line, dict):
-            out.append(self.unknown(None, line, "JSON line is not an object"))
-            return None
-        return line
-
-    def _rest_of_buffer(self) -> list[bytes]:
-        """At close: a last line without its newline (complete JSON or a truncated one)."""
-        rest = bytes(self._buffer).strip()
-        self._buffer.clear()
-        return [rest] if rest else []
 
     # ------------------------------------------------------------ turns
 

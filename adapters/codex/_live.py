@@ -50,7 +50,7 @@ class CodexAdapter(ExecLines, AppServerLines):
     def close(self) -> list[Event]:
         """Finish: a last line without newline, then an open turn as interrupted."""
         out: list[Event] = []
-        for raw in self._rest_of_buffer():
+        for raw in self._rest_of_lines():
             self._raw_line(raw, out, "truncated last line (stream cut)")
         if self._turn_open:
             self._end_turn(out, "interrupted", "close", error="stream ended before the turn did")

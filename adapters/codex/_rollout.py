@@ -104,7 +104,7 @@ class CodexRolloutAdapter(CodexCore):
     def close(self) -> list[Event]:
         """Finish: a last line without newline; a turn the file leaves open is interrupted."""
         out: list[Event] = []
-        for raw in self._rest_of_buffer():
+        for raw in self._rest_of_lines():
             self._raw_line(raw, out, problem="truncated last line (file cut)")
         if self._turn_open:
             self._end_turn(out, "interrupted", "close", error="rollout ends inside the turn")
