@@ -138,8 +138,17 @@ class Surface(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     end: int | None = None
 
 
-class EventBase(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="type"):
-    """The envelope every event carries."""
+class EventBase(
+    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="type", gc=False
+):
+    """The envelope every event carries.
+
+    Events are not tracked by the garbage collector (``gc=False``): they are frozen and
+    made from decoded JSON, so they are in no reference cycle (unless one is made on
+    purpose, by putting an event inside its own payload afterwards), and a session
+    held in memory (100k events) would otherwise be walked by every full collection,
+    while an adapter producing events would trigger collections that find nothing.
+    """
 
     seq: int = -1
     """Position in the session log: 0, 1, 2, ... without gaps. -1 until appended."""

@@ -55,8 +55,11 @@ class Provenance(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         )
 
 
-class _Part(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="type"):
-    """Base of every content part; ``type`` is the tag."""
+class _Part(
+    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="type", gc=False
+):
+    """Base of every content part; ``type`` is the tag. Not tracked by the garbage
+    collector, like the events that hold them (see :class:`~universal_event.events.EventBase`)."""
 
 
 class Citation(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

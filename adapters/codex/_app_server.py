@@ -60,8 +60,11 @@ from adapters.codex._exec import mcp_content
 from adapters.codex._wire import (
     AgentMessageDelta,
     AgentMessageItem,
+    CommandExecutionItem,
     CommandOutputDelta,
     DeltaParams,
+    ErrorLine,
+    ErrorParams,
     FileChangeOutputDelta,
     ItemCompleted,
     ItemParams,
@@ -73,6 +76,15 @@ from adapters.codex._wire import (
     SummaryDeltaParams,
     SummaryPartAdded,
     SummaryTextDelta,
+    ThreadInfo,
+    ThreadParams,
+    ThreadStarted,
+    TokenUsageParams,
+    TokenUsageUpdated,
+    TurnCompleted,
+    TurnInfo,
+    TurnParams,
+    TurnStarted,
     TypedLine,
     decode_typed_line,
 )
@@ -126,19 +138,27 @@ class AppServerLines(CodexCore):
 
     # ------------------------------------------------------------ thread and turn
 
+    # The handlers of a decoded line (a dict) read its fields and hand them to the
+    # methods below them, which the typed handlers (fast path) call too.
+
     def _thread_started(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
         thread = params.get("thread") or {}
-        if thread.get("model"):
-            self.model = str(thread["model"])
+        self._session_started(method, thread.get("id"), thread.get("model"), thread.get("cwd"), out)
+
+    def _session_started(
+        self, method: str, thread_id: Any, model: Any, cwd: Any, out: list[Event]
+    ) -> None:
+        if model:
+            self.model = str(model)
         out.append(
             self.make(
                 SessionStartEvent,
                 native_type=method,
-                native_id=thread.get("id"),
+                native_id=thread_id,
                 runtime=self.runtime,
-                native_session_id=thread.get("id"),
+                native_session_id=thread_id,
                 model=self.model,
-                cwd=thread.get("cwd"),
+                cwd=cwd,
             )
         )
 
@@ -148,15 +168,19 @@ class AppServerLines(CodexCore):
 
     def _turn_completed(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
         turn = params.get("turn") or {}
-        status = _TURN_STATUS.get(str(turn.get("status")), "failed")
         error = turn.get("error")
         message = error.get("message") if isinstance(error, Mapping) else None
+        self._turn_finished(method, turn.get("status"), message, turn.get("durationMs"), out)
+
+    def _turn_finished(
+        self, method: str, status: Any, message: Any, duration_ms: Any, out: list[Event]
+    ) -> None:
         self._end_turn(
             out,
-            status,
+            _TURN_STATUS.get(str(status), "failed"),
             method,
             error=str(message) if message else None,
-            duration_ms=turn.get("durationMs"),
+            duration_ms=duration_ms,
         )
 
     def _token_usage(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
@@ -165,6 +189,9 @@ class AppServerLines(CodexCore):
         if not isinstance(last, Mapping):
             out.append(self.unknown(method, dict(params), "token usage without 'last'"))
             return
+        self._request_usage(method, last, out)
+
+    def _request_usage(self, method: str, last: Mapping[str, Any], out: list[Event]) -> None:
         usage = codex_usage(last, "request")
         self._add_request_usage(usage)
         # Sent after each model request completes: the response is over.
@@ -172,8 +199,11 @@ class AppServerLines(CodexCore):
         out.append(self.make(UsageEvent, native_type=method, usage=usage, model=self.model))
 
     def _error(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
-        error = params.get("error") or {}
-        will_retry = bool(params.get("willRetry"))
+        self._error_event(method, params.get("error") or {}, bool(params.get("willRetry")), out)
+
+    def _error_event(
+        self, method: str, error: Mapping[str, Any], will_retry: bool, out: list[Event]
+    ) -> None:
         if will_retry:
             self._retry()
         info = error.get("codexErrorInfo")
@@ -426,6 +456,8 @@ class AppServerLines(CodexCore):
             self._message_started(item.id or "", item.phase)
         elif isinstance(item, ReasoningItem):
             self._reasoning_started(item.id or "")
+        elif isinstance(item, CommandExecutionItem):
+            self._command_call(method, item.id or "", item.command, out)
         # userMessage: logged when completed
 
     def _typed_item_completed(self, method: str, params: ItemParams, out: list[Event]) -> None:
@@ -436,8 +468,40 @@ class AppServerLines(CodexCore):
         elif isinstance(item, ReasoningItem):
             content = "".join(item.content or ())
             self._reasoning_completed(item.id or "", item.summary or [], content)
+        elif isinstance(item, CommandExecutionItem):
+            item_id = item.id or ""
+            self._command_call(method, item_id, item.command, out)
+            self._command_completed(
+                method,
+                item_id,
+                out,
+                status=item.status,
+                command=item.command,
+                cwd=item.cwd,
+                output=item.aggregatedOutput,
+                exit_code=item.exitCode,
+                duration_ms=item.durationMs,
+            )
         else:
             self._user_message_completed(method, item.id or "", item.content, out)
+
+    def _typed_thread_started(self, method: str, params: ThreadParams, out: list[Event]) -> None:
+        thread = params.thread or ThreadInfo()
+        self._session_started(method, thread.id, thread.model, thread.cwd, out)
+
+    def _typed_turn_started(self, method: str, params: TurnParams, out: list[Event]) -> None:
+        self._start_turn(out, params.turn.id if params.turn else None, method)
+
+    def _typed_turn_completed(self, method: str, params: TurnParams, out: list[Event]) -> None:
+        turn = params.turn or TurnInfo()
+        message = turn.error.message if turn.error else None
+        self._turn_finished(method, turn.status, message, turn.durationMs, out)
+
+    def _typed_token_usage(self, method: str, params: TokenUsageParams, out: list[Event]) -> None:
+        self._request_usage(method, params.tokenUsage.last, out)
+
+    def _typed_error(self, method: str, params: ErrorParams, out: list[Event]) -> None:
+        self._error_event(method, params.error or {}, bool(params.willRetry), out)
 
     # ------------------------------------------------------------ tools
 
@@ -445,12 +509,16 @@ class AppServerLines(CodexCore):
         self, method: str, item_type: str, item_id: str, item: Mapping[str, Any], out: list[Event]
     ) -> None:
         if item_type == "commandExecution":
-            name, arguments = "command_execution", {"command": item.get("command")}
-        elif item_type == "fileChange":
+            self._command_call(method, item_id, item.get("command"), out)
+            return
+        if item_type == "fileChange":
             name, arguments = "apply_patch", None
         else:
             name, arguments = str(item.get("tool") or ""), item.get("arguments")
         self._tool_call(out, method, item_id, name, arguments, _TOOL_KINDS[item_type])
+
+    def _command_call(self, method: str, item_id: str, command: Any, out: list[Event]) -> None:
+        self._tool_call(out, method, item_id, "command_execution", {"command": command}, "command")
 
     def _app_tool_result(
         self, method: str, item_type: str, item_id: str, item: Mapping[str, Any], out: list[Event]
@@ -458,21 +526,16 @@ class AppServerLines(CodexCore):
         status = item.get("status")
         failed = status in ("failed", "declined")
         if item_type == "commandExecution":
-            exit_code = item.get("exitCode")
-            self._command_result(
-                out,
+            self._command_completed(
                 method,
                 item_id,
-                # aggregatedOutput, not the deltas: the first chunk may never come as one.
-                str(item.get("aggregatedOutput") or ""),
-                is_error=failed or exit_code not in (None, 0),
-                exit_code=exit_code if isinstance(exit_code, int) else None,
-                details={
-                    "status": status,
-                    "command": item.get("command"),
-                    "cwd": item.get("cwd"),
-                    "duration_ms": item.get("durationMs"),
-                },
+                out,
+                status=status,
+                command=item.get("command"),
+                cwd=item.get("cwd"),
+                output=item.get("aggregatedOutput"),
+                exit_code=item.get("exitCode"),
+                duration_ms=item.get("durationMs"),
             )
         elif item_type == "fileChange":
             changes = [_file_change(c) for c in item.get("changes") or [] if isinstance(c, Mapping)]
@@ -519,6 +582,30 @@ class AppServerLines(CodexCore):
                 details={"server": item.get("server"), "status": status},
             )
 
+    def _command_completed(
+        self,
+        method: str,
+        item_id: str,
+        out: list[Event],
+        *,
+        status: Any,
+        command: Any,
+        cwd: Any,
+        output: Any,
+        exit_code: Any,
+        duration_ms: Any,
+    ) -> None:
+        self._command_result(
+            out,
+            method,
+            item_id,
+            # aggregatedOutput, not the deltas: the first chunk may never come as one.
+            str(output or ""),
+            is_error=status in ("failed", "declined") or exit_code not in (None, 0),
+            exit_code=exit_code if isinstance(exit_code, int) else None,
+            details={"status": status, "command": command, "cwd": cwd, "duration_ms": duration_ms},
+        )
+
 
 def _slot(slots: list[list[str]], index: Any) -> list[str]:
     index = index if isinstance(index, int) and index >= 0 else 0
@@ -564,6 +651,11 @@ _TYPED_HANDLERS: dict[type[TypedLine], Callable[[AppServerLines, str, Any, list[
     SummaryPartAdded: AppServerLines._typed_summary_part,
     ItemStarted: AppServerLines._typed_item_started,
     ItemCompleted: AppServerLines._typed_item_completed,
+    ThreadStarted: AppServerLines._typed_thread_started,
+    TurnStarted: AppServerLines._typed_turn_started,
+    TurnCompleted: AppServerLines._typed_turn_completed,
+    TokenUsageUpdated: AppServerLines._typed_token_usage,
+    ErrorLine: AppServerLines._typed_error,
 }
 """Line struct → handler of its typed line: the fast path for the common lines."""
 assert set(_TYPED_HANDLERS) == set(get_args(TypedLine)), "one handler per typed method"

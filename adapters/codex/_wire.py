@@ -1,7 +1,8 @@
 """Typed app-server lines for the fast path: the common notifications as msgspec structs.
 
 Most lines of an app-server stream are deltas and ``item/started`` / ``item/completed``
-of agent messages, reasoning and user messages. Those are decoded straight into the
+of agent messages, reasoning, user messages and commands, and the thread / turn / usage /
+error lines around them. Those are decoded straight into the
 structs below by **one** decoder: a union tagged by the line's ``method`` (unknown
 fields skipped, no dicts built). Only what the adapter reads is declared, with the
 types the captures show (``tests/fixtures/captured/codex/app_server/*/wire``); a line
@@ -23,8 +24,11 @@ import msgspec
 __all__ = [
     "AgentMessageDelta",
     "AgentMessageItem",
+    "CommandExecutionItem",
     "CommandOutputDelta",
     "DeltaParams",
+    "ErrorLine",
+    "ErrorParams",
     "FileChangeOutputDelta",
     "ItemCompleted",
     "ItemParams",
@@ -36,6 +40,17 @@ __all__ = [
     "SummaryDeltaParams",
     "SummaryPartAdded",
     "SummaryTextDelta",
+    "ThreadInfo",
+    "ThreadParams",
+    "ThreadStarted",
+    "TokenUsage",
+    "TokenUsageParams",
+    "TokenUsageUpdated",
+    "TurnCompleted",
+    "TurnError",
+    "TurnInfo",
+    "TurnParams",
+    "TurnStarted",
     "TypedLine",
     "UserMessageItem",
     "decode_typed_line",
@@ -84,10 +99,67 @@ class UserMessageItem(msgspec.Struct, gc=False, tag_field="type", tag="userMessa
     content: Any = None
 
 
+class CommandExecutionItem(msgspec.Struct, gc=False, tag_field="type", tag="commandExecution"):
+    id: str | None = None
+    command: str | None = None
+    cwd: str | None = None
+    status: str | None = None
+    aggregatedOutput: str | None = None
+    exitCode: int | None = None
+    durationMs: int | None = None
+
+
 class ItemParams(msgspec.Struct, gc=False):
     """``item/started`` / ``item/completed`` params of the item types decoded here."""
 
-    item: AgentMessageItem | ReasoningItem | UserMessageItem
+    item: AgentMessageItem | ReasoningItem | UserMessageItem | CommandExecutionItem
+
+
+class ThreadInfo(msgspec.Struct, gc=False):
+    id: str | None = None
+    model: str | None = None
+    cwd: str | None = None
+
+
+class ThreadParams(msgspec.Struct, gc=False):
+    """``thread/started``: the thread (most of its fields are skipped)."""
+
+    thread: ThreadInfo | None = None
+
+
+class TurnError(msgspec.Struct, gc=False):
+    message: str | None = None
+
+
+class TurnInfo(msgspec.Struct, gc=False):
+    id: str | None = None
+    status: str | None = None
+    error: TurnError | None = None
+    durationMs: int | None = None
+
+
+class TurnParams(msgspec.Struct, gc=False):
+    """``turn/started`` / ``turn/completed``: the turn (its ``items`` are skipped)."""
+
+    turn: TurnInfo | None = None
+
+
+class TokenUsage(msgspec.Struct, gc=False):
+    last: dict[str, Any]
+
+
+class TokenUsageParams(msgspec.Struct, gc=False):
+    """``thread/tokenUsage/updated``: the last request's figures (kept whole as ``native``);
+    required, so a line without them goes down the dict path (kept as ``native/unknown``)."""
+
+    tokenUsage: TokenUsage
+
+
+class ErrorParams(msgspec.Struct, gc=False):
+    """``error``: the error object is kept whole (``native``), so it stays a dict."""
+
+    error: dict[str, Any] | None = None
+    willRetry: bool | None = None
 
 
 # One struct per method, tagged by ``method``: the decoder picks the struct from the
@@ -155,6 +227,38 @@ class ItemCompleted(msgspec.Struct, gc=False, tag_field="method", tag="item/comp
     payload: ItemParams | None = None
 
 
+class ThreadStarted(msgspec.Struct, gc=False, tag_field="method", tag="thread/started"):
+    METHOD: ClassVar[str] = "thread/started"
+    params: ThreadParams | None = None
+    payload: ThreadParams | None = None
+
+
+class TurnStarted(msgspec.Struct, gc=False, tag_field="method", tag="turn/started"):
+    METHOD: ClassVar[str] = "turn/started"
+    params: TurnParams | None = None
+    payload: TurnParams | None = None
+
+
+class TurnCompleted(msgspec.Struct, gc=False, tag_field="method", tag="turn/completed"):
+    METHOD: ClassVar[str] = "turn/completed"
+    params: TurnParams | None = None
+    payload: TurnParams | None = None
+
+
+class TokenUsageUpdated(
+    msgspec.Struct, gc=False, tag_field="method", tag="thread/tokenUsage/updated"
+):
+    METHOD: ClassVar[str] = "thread/tokenUsage/updated"
+    params: TokenUsageParams | None = None
+    payload: TokenUsageParams | None = None
+
+
+class ErrorLine(msgspec.Struct, gc=False, tag_field="method", tag="error"):
+    METHOD: ClassVar[str] = "error"
+    params: ErrorParams | None = None
+    payload: ErrorParams | None = None
+
+
 TypedLine = (
     AgentMessageDelta
     | SummaryTextDelta
@@ -164,24 +268,31 @@ TypedLine = (
     | SummaryPartAdded
     | ItemStarted
     | ItemCompleted
+    | ThreadStarted
+    | TurnStarted
+    | TurnCompleted
+    | TokenUsageUpdated
+    | ErrorLine
 )
 """A notification line of one of the methods decoded here."""
 
 _decoder: msgspec.json.Decoder[TypedLine] = msgspec.json.Decoder(TypedLine)
 _WIRE_HEAD = b'{"method":"'
-_TYPED_HEAD = b'{"method":"item/'
-"""Every method decoded here starts with ``item/``."""
+_TYPED_METHODS = frozenset(line_type.METHOD.encode() for line_type in TypedLine.__args__)
 
 
 def decode_typed_line(raw: bytes) -> TypedLine | None:
     """``raw`` as a typed line, or None when it is not one (general path).
 
-    On the wire the method is the first key: a line whose method does not start with
-    ``item/`` (thread status, rate limits, ...) never reaches the decoder. Lines in
-    another key order (the capture harness's files) are tried when they have a
-    ``"method"`` key at all (exec lines and JSON-RPC responses have none).
+    On the wire the method is the first key: a line of another method (thread status,
+    rate limits, ...) never reaches the decoder. Lines in another key order (the capture
+    harness's files) are tried when they have a ``"method"`` key at all (exec lines and
+    JSON-RPC responses have none).
     """
-    if not raw.startswith(_TYPED_HEAD) and (raw.startswith(_WIRE_HEAD) or b'"method"' not in raw):
+    if raw.startswith(_WIRE_HEAD):
+        if raw[11 : raw.find(b'"', 11)] not in _TYPED_METHODS:
+            return None
+    elif b'"method"' not in raw:
         return None
     try:
         return _decoder.decode(raw)
