@@ -386,19 +386,19 @@ class AppServerLines(CodexCore):
 
     # ------------------------------------------------------------ typed lines (fast path)
 
-    def _typed_line(self, raw: bytes, out: list[Event]) -> bool:
-        """A common notification line decoded into its struct (:mod:`._wire`) and handled;
-        False sends the line down the general dict path (another method or shape)."""
+    def _raw_line(self, raw: bytes, out: list[Event], problem: str = "malformed JSON line") -> None:
+        """A common notification line is decoded into its struct (:mod:`._wire`) and
+        handled; any other line (another method or shape, an exec line) goes down the
+        general dict path."""
         line = decode_typed_line(raw)
-        if line is None:
-            return False
-        params = line.params
-        if params is None:
-            params = line.payload
+        if line is not None:
+            params = line.params
             if params is None:
-                return False
-        _TYPED_HANDLERS[type(line)](self, line.METHOD, params, out)
-        return True
+                params = line.payload
+            if params is not None:
+                _TYPED_HANDLERS[type(line)](self, line.METHOD, params, out)
+                return
+        super()._raw_line(raw, out, problem)
 
     # A delta line from bytes opens a turn for a stream joined late (the dict path's
     # delta handlers do not). The deltas are most of a stream's lines: their handlers

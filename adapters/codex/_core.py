@@ -63,18 +63,16 @@ __all__ = ["CodexCore", "OpenItem", "codex_usage", "text_content"]
 
 
 _ID_PREFIX = os.urandom(6).hex()
-_id_counter = count(1 << 40)
+_id_counter = count(10**12)
 
 
 def _fast_id() -> str:
-    """A unique event id: a per-process random prefix and a counter in ten hex digits.
+    """A unique event id: a per-process random prefix and a counter (13 decimal digits).
 
     ``uuid4().hex`` costs more than the rest of normalising a delta line; this is as
-    unique (48 random bits per process, never repeating within it). The counter starts
-    at 2**40 so that ``hex()[3:]`` is its ten low digits, zero-padded: half the cost of
-    formatting with ``:010x``.
+    unique (48 random bits per process, never repeating within it).
     """
-    return _ID_PREFIX + hex(next(_id_counter))[3:]
+    return _ID_PREFIX + str(next(_id_counter))
 
 
 def _int(value: Any) -> int:

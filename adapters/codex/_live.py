@@ -58,10 +58,6 @@ class CodexAdapter(ExecLines, AppServerLines):
             self._flush(out, "close", status="partial", stop_reason="interrupted")
         return out
 
-    def _raw_line(self, raw: bytes, out: list[Event], problem: str = "malformed JSON line") -> None:
-        if not self._typed_line(raw, out):  # the fast path first
-            super()._raw_line(raw, out, problem)
-
     def _line(self, line: Mapping[str, Any], out: list[Event]) -> None:
         method = line.get("method")
         try:
