@@ -17,7 +17,7 @@ structs are freed as soon as it is handled, so the collector need not count them
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import msgspec
 
@@ -166,97 +166,67 @@ class ErrorParams(msgspec.Struct, gc=False):
 # line's own top-level ``method`` (first on the wire, anywhere in the harness's files).
 # ``method`` is the tag, not a field: each class names it as ``METHOD``.
 
+ParamsT = TypeVar("ParamsT")
 
-class AgentMessageDelta(
-    msgspec.Struct, gc=False, tag_field="method", tag="item/agentMessage/delta"
-):
+
+class _Line(msgspec.Struct, Generic[ParamsT], gc=False, tag_field="method"):
+    """A notification line: ``params`` on the wire, ``payload`` in the harness's files."""
+
+    METHOD: ClassVar[str]
+    params: ParamsT | None = None
+    payload: ParamsT | None = None
+
+
+class AgentMessageDelta(_Line[DeltaParams], tag="item/agentMessage/delta"):
     METHOD: ClassVar[str] = "item/agentMessage/delta"
-    params: DeltaParams | None = None
-    payload: DeltaParams | None = None
 
 
-class SummaryTextDelta(
-    msgspec.Struct, gc=False, tag_field="method", tag="item/reasoning/summaryTextDelta"
-):
+class SummaryTextDelta(_Line[SummaryDeltaParams], tag="item/reasoning/summaryTextDelta"):
     METHOD: ClassVar[str] = "item/reasoning/summaryTextDelta"
-    params: SummaryDeltaParams | None = None
-    payload: SummaryDeltaParams | None = None
 
 
-class ReasoningTextDelta(
-    msgspec.Struct, gc=False, tag_field="method", tag="item/reasoning/textDelta"
-):
+class ReasoningTextDelta(_Line[ReasoningDeltaParams], tag="item/reasoning/textDelta"):
     METHOD: ClassVar[str] = "item/reasoning/textDelta"
-    params: ReasoningDeltaParams | None = None
-    payload: ReasoningDeltaParams | None = None
 
 
-class CommandOutputDelta(
-    msgspec.Struct, gc=False, tag_field="method", tag="item/commandExecution/outputDelta"
-):
+class CommandOutputDelta(_Line[DeltaParams], tag="item/commandExecution/outputDelta"):
     METHOD: ClassVar[str] = "item/commandExecution/outputDelta"
-    params: DeltaParams | None = None
-    payload: DeltaParams | None = None
 
 
-class FileChangeOutputDelta(
-    msgspec.Struct, gc=False, tag_field="method", tag="item/fileChange/outputDelta"
-):
+class FileChangeOutputDelta(_Line[DeltaParams], tag="item/fileChange/outputDelta"):
     METHOD: ClassVar[str] = "item/fileChange/outputDelta"
-    params: DeltaParams | None = None
-    payload: DeltaParams | None = None
 
 
-class SummaryPartAdded(
-    msgspec.Struct, gc=False, tag_field="method", tag="item/reasoning/summaryPartAdded"
-):
+class SummaryPartAdded(_Line[PartParams], tag="item/reasoning/summaryPartAdded"):
     METHOD: ClassVar[str] = "item/reasoning/summaryPartAdded"
-    params: PartParams | None = None
-    payload: PartParams | None = None
 
 
-class ItemStarted(msgspec.Struct, gc=False, tag_field="method", tag="item/started"):
+class ItemStarted(_Line[ItemParams], tag="item/started"):
     METHOD: ClassVar[str] = "item/started"
-    params: ItemParams | None = None
-    payload: ItemParams | None = None
 
 
-class ItemCompleted(msgspec.Struct, gc=False, tag_field="method", tag="item/completed"):
+class ItemCompleted(_Line[ItemParams], tag="item/completed"):
     METHOD: ClassVar[str] = "item/completed"
-    params: ItemParams | None = None
-    payload: ItemParams | None = None
 
 
-class ThreadStarted(msgspec.Struct, gc=False, tag_field="method", tag="thread/started"):
+class ThreadStarted(_Line[ThreadParams], tag="thread/started"):
     METHOD: ClassVar[str] = "thread/started"
-    params: ThreadParams | None = None
-    payload: ThreadParams | None = None
 
 
-class TurnStarted(msgspec.Struct, gc=False, tag_field="method", tag="turn/started"):
+class TurnStarted(_Line[TurnParams], tag="turn/started"):
     METHOD: ClassVar[str] = "turn/started"
-    params: TurnParams | None = None
-    payload: TurnParams | None = None
 
 
-class TurnCompleted(msgspec.Struct, gc=False, tag_field="method", tag="turn/completed"):
+class TurnCompleted(_Line[TurnParams], tag="turn/completed"):
     METHOD: ClassVar[str] = "turn/completed"
-    params: TurnParams | None = None
-    payload: TurnParams | None = None
 
 
-class TokenUsageUpdated(
-    msgspec.Struct, gc=False, tag_field="method", tag="thread/tokenUsage/updated"
-):
+class TokenUsageUpdated(_Line[TokenUsageParams], tag="thread/tokenUsage/updated"):
     METHOD: ClassVar[str] = "thread/tokenUsage/updated"
-    params: TokenUsageParams | None = None
-    payload: TokenUsageParams | None = None
 
 
-class ErrorLine(msgspec.Struct, gc=False, tag_field="method", tag="error"):
+class ErrorLine(_Line[ErrorParams], tag="error"):
     METHOD: ClassVar[str] = "error"
-    params: ErrorParams | None = None
-    payload: ErrorParams | None = None
 
 
 TypedLine = (
