@@ -56,11 +56,7 @@ def encode(event: EventBase) -> bytes:
 
 def encode_lines(events: Iterable[EventBase]) -> bytes:
     """Events as JSON lines (each line ends with ``\\n``)."""
-    buffer = bytearray()
-    for event in events:
-        _json_encoder.encode_into(event, buffer, -1)
-        buffer += b"\n"
-    return bytes(buffer)
+    return _json_encoder.encode_lines(events)
 
 
 def encode_msgpack(event: EventBase) -> bytes:
