@@ -6,7 +6,43 @@ normalises streamed and non-streamed responses.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from typing import TypeVar
+
+from adapters._tap import EventLog, aerrors_logged, errors_logged
+from adapters._tap import atap as generic_atap
+from adapters._tap import tap as generic_tap
 from adapters.anthropic._request import parse_request, render_request
 from adapters.anthropic._stream import AnthropicAdapter
 
-__all__ = ["AnthropicAdapter", "parse_request", "render_request"]
+__all__ = ["AnthropicAdapter", "atap", "parse_request", "render_request", "tap"]
+
+T = TypeVar("T")
+
+
+def tap(
+    stream: Iterable[T], log: EventLog, *, adapter: AnthropicAdapter | None = None
+) -> Iterator[T]:
+    """Iterate an ``anthropic`` Messages stream unchanged while its events go to ``log``.
+
+    ``for event in tap(client.messages.create(..., stream=True), log): ...`` — the
+    generic :func:`adapters._tap.tap` (checkpoints before the caller can act on tool
+    calls, ``close()`` on a cut or abandoned stream), plus what is Anthropic-specific:
+    the SDK raises an in-stream ``error`` event (``overloaded_error``) as an exception,
+    which is logged as that ``error`` event (code, retryable) before it propagates.
+    Pass the conversation's adapter to keep an agent loop's requests in one turn.
+    """
+    adapter = adapter if adapter is not None else _adapter_for(log)
+    return generic_tap(errors_logged(stream, adapter.api_error, log), adapter, log)
+
+
+def atap(
+    stream: AsyncIterable[T], log: EventLog, *, adapter: AnthropicAdapter | None = None
+) -> AsyncIterator[T]:
+    """:func:`tap` for ``AsyncAnthropic`` streams (``async for``)."""
+    adapter = adapter if adapter is not None else _adapter_for(log)
+    return generic_atap(aerrors_logged(stream, adapter.api_error, log), adapter, log)
+
+
+def _adapter_for(log: EventLog) -> AnthropicAdapter:
+    return AnthropicAdapter(session_id=str(getattr(log, "session_id", "")))

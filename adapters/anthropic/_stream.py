@@ -670,7 +670,35 @@ class AnthropicAdapter(Adapter):
         message.stop_sequence = native.get("stop_sequence")
         self._finish(out, status="completed")
 
-    def _error(self, error: Mapping[str, Any], request_id: str | None, out: list[Event]) -> None:
+    def api_error(self, exc: BaseException) -> list[Event]:
+        """Events for an exception the ``anthropic`` SDK raised while streaming.
+
+        The SDK raises an in-stream ``error`` event as ``APIStatusError`` (its ``body`` is
+        the event; ``status_code`` the stream's 200), an HTTP error as ``APIStatusError``
+        with the error body and real status, and a dropped connection or a timeout with
+        no body (retryable). The open message ends ``failed`` either way.
+        """
+        body = getattr(exc, "body", None)
+        status = getattr(exc, "status_code", None)
+        http_status = status if isinstance(status, int) and status >= 400 else None
+        out: list[Event] = []
+        if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
+            request_id = body.get("request_id") or getattr(exc, "request_id", None)
+            self._error(body["error"], request_id, out, http_status=http_status)
+        else:
+            error = {"type": type(exc).__name__, "message": str(exc)}
+            self._error(error, None, out, http_status=http_status, retryable=status is None)
+        return out
+
+    def _error(
+        self,
+        error: Mapping[str, Any],
+        request_id: str | None,
+        out: list[Event],
+        *,
+        http_status: int | None = None,
+        retryable: bool | None = None,
+    ) -> None:
         """An API error (in-stream ``error`` event or an HTTP error body)."""
         code = error.get("type")
         native = {"type": "error", "error": dict(error)}
@@ -683,8 +711,8 @@ class AnthropicAdapter(Adapter):
                 native_id=request_id,
                 message=str(error.get("message") or code or "error"),
                 code=code,
-                retryable=is_retryable_error(code),
-                http_status=_HTTP_STATUS_OF_ERROR.get(str(code)),
+                retryable=is_retryable_error(code) if retryable is None else retryable,
+                http_status=http_status or _HTTP_STATUS_OF_ERROR.get(str(code)),
                 native=native,
             )
         )

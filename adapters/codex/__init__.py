@@ -9,7 +9,8 @@
 * :class:`CodexRolloutAdapter` (``--from codex-rollout``) imports a rollout file, whose
   response items are the exact history Codex sends to the model
   (:mod:`adapters.codex._rollout`).
-* :func:`tap` wraps the SDK's turn stream (``TurnHandle.stream()``).
+* :func:`tap` / :func:`atap` wrap the SDK's turn stream (``TurnHandle.stream()``,
+  ``AsyncTurnHandle.stream()``).
 
 Which source has what the next model request needs (checked against the captures'
 ``requests/*.json``):
@@ -47,16 +48,24 @@ Parts gathered before it was known get it when their message is emitted.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import TypeVar
 
 from adapters._tap import EventLog
-from adapters._tap import tap as _tap
+from adapters._tap import atap as generic_atap
+from adapters._tap import tap as generic_tap
 from adapters.codex._core import codex_usage
 from adapters.codex._live import CodexAdapter, notification_to_line
 from adapters.codex._rollout import CodexRolloutAdapter
 
-__all__ = ["CodexAdapter", "CodexRolloutAdapter", "codex_usage", "notification_to_line", "tap"]
+__all__ = [
+    "CodexAdapter",
+    "CodexRolloutAdapter",
+    "atap",
+    "codex_usage",
+    "notification_to_line",
+    "tap",
+]
 
 T = TypeVar("T")
 
@@ -69,4 +78,15 @@ def tap(stream: Iterable[T], log: EventLog, *, adapter: CodexAdapter | None = No
     the caller sees it; a stream cut short closes the turn as interrupted. Pass the
     thread's adapter to keep its model and state across turns.
     """
-    return _tap(stream, adapter if adapter is not None else CodexAdapter(), log)
+    return generic_tap(stream, adapter if adapter is not None else _adapter_for(log), log)
+
+
+def atap(
+    stream: AsyncIterable[T], log: EventLog, *, adapter: CodexAdapter | None = None
+) -> AsyncIterator[T]:
+    """:func:`tap` for the async SDK's turn stream (``AsyncTurnHandle.stream()``)."""
+    return generic_atap(stream, adapter if adapter is not None else _adapter_for(log), log)
+
+
+def _adapter_for(log: EventLog) -> CodexAdapter:
+    return CodexAdapter(session_id=str(getattr(log, "session_id", "")))

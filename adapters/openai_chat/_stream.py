@@ -836,7 +836,7 @@ T = TypeVar("T")
 
 
 def tap(
-    stream: Iterable[T], log: EventLog, adapter: OpenAIChatAdapter | None = None
+    stream: Iterable[T], log: EventLog, *, adapter: OpenAIChatAdapter | None = None
 ) -> Iterator[T]:
     """Iterate an ``openai`` Chat stream unchanged while its events go to ``log``.
 
@@ -847,13 +847,21 @@ def tap(
     ``error`` event before it propagates. Pass the conversation's ``adapter`` to keep
     an agent loop's requests in one turn.
     """
-    adapter = adapter if adapter is not None else OpenAIChatAdapter()
+    adapter = (
+        adapter
+        if adapter is not None
+        else OpenAIChatAdapter(session_id=str(getattr(log, "session_id", "")))
+    )
     return generic_tap(errors_logged(stream, adapter.api_error, log), adapter, log)
 
 
 def atap(
-    stream: AsyncIterable[T], log: EventLog, adapter: OpenAIChatAdapter | None = None
+    stream: AsyncIterable[T], log: EventLog, *, adapter: OpenAIChatAdapter | None = None
 ) -> AsyncIterator[T]:
     """:func:`tap` for ``AsyncOpenAI`` streams (``async for``)."""
-    adapter = adapter if adapter is not None else OpenAIChatAdapter()
+    adapter = (
+        adapter
+        if adapter is not None
+        else OpenAIChatAdapter(session_id=str(getattr(log, "session_id", "")))
+    )
     return generic_atap(aerrors_logged(stream, adapter.api_error, log), adapter, log)

@@ -3,7 +3,9 @@ objects), tap over a turn stream, retries and interrupts."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,7 @@ import pytest
 from openai_codex.generated.notification_registry import NOTIFICATION_MODELS
 from openai_codex.models import Notification, UnknownNotification
 
-from adapters.codex import CodexAdapter, tap
+from adapters.codex import CodexAdapter, atap, tap
 from universal_event.events import (
     AssistantChunkEvent,
     AssistantMessageEvent,
@@ -198,6 +200,26 @@ def test_tap_logs_the_sdk_stream_and_hands_it_on_unchanged() -> None:
         "UserMessage", "AssistantMessage", "ToolMessage", "AssistantMessage",
     ]  # fmt: skip
     assert log.pending == 0  # checkpointed at the end
+
+
+def test_atap_logs_an_async_turn_stream_as_tap_does() -> None:
+    notifications = sdk_notifications("xs01_tool")
+
+    async def stream() -> AsyncIterator[Any]:
+        for notification in notifications:
+            yield notification
+
+    async def run() -> tuple[list[Any], SessionLog]:
+        log = SessionLog(session_id="codex-async")
+        return [n async for n in atap(stream(), log)], log
+
+    seen, log = asyncio.run(run())
+    assert seen == notifications
+    sync_log = SessionLog()
+    list(tap(iter(notifications), sync_log))
+    assert log.derive_messages() == sync_log.derive_messages()
+    assert {event.session_id for event in log.events()} == {"codex-async"}
+    assert log.pending == 0
 
 
 def test_tap_cut_short_closes_the_turn_as_interrupted() -> None:

@@ -106,7 +106,7 @@ def replay_through_sdk(interaction: dict[str, Any]) -> tuple[list[Event], dict[s
         try:
             if request.get("stream"):
                 stream = client().chat.completions.create(**request)
-                for _chunk in tap(stream, log, adapter):
+                for _chunk in tap(stream, log, adapter=adapter):
                     pass
                 events += log.events()
             else:

@@ -201,7 +201,7 @@ def sdk_responses(interactions: list[dict[str, Any]], upto: int) -> list[list[Ev
                         200, content=body.encode(), headers={"content-type": "text/event-stream"}
                     )
                 )
-                for _ in tap(client.chat.completions.create(**request), log, adapter):
+                for _ in tap(client.chat.completions.create(**request), log, adapter=adapter):
                     pass
                 responses.append(list(log.events()))
             else:
