@@ -56,7 +56,7 @@ def main() -> None:
             message = json.loads(line)
             coerce(None, message["method"], message.get("params"))  # type: ignore[arg-type]
 
-    project_s, baseline_s = best_of(7, project, baseline)
+    project_s, baseline_s = best_of(15, project, baseline)
     per_line = 1e6 / len(lines)
     print(f"# {len(lines)} app-server notification lines", flush=True)
     print(
