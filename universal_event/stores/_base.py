@@ -20,7 +20,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
-from operator import attrgetter
 from typing import Any, NoReturn, Protocol, runtime_checkable
 
 import msgspec
@@ -58,8 +57,6 @@ _event_decoder: msgspec.json.Decoder[Event] = msgspec.json.Decoder(Event)
 _page_decoder: msgspec.json.Decoder[list[Event]] = msgspec.json.Decoder(list[Event])
 """A whole page of stored payloads joined into one JSON array, in one call."""
 _row_encoder = msgspec.json.Encoder()
-_seq_of = attrgetter("seq")
-_session_of = attrgetter("session_id")
 
 EventRow = tuple[str, int, str, float, bytes]
 """``(session_id, seq, type, ts, payload)``: one event as the SQL backends store it."""
@@ -378,23 +375,26 @@ def decode_fetched(session_id: str, start: int, rows: Sequence[tuple[int, bytes]
     )
 
 
-def decode_page(session_id: str, start: int, count: int, array: bytes) -> list[Event] | None:
+def decode_page(session_id: str, start: int, count: int | None, array: bytes) -> list[Event] | None:
     """Decode ``count`` stored events, seqs ``start..start+count-1``, from one JSON array.
 
     ``None`` when anything is off: a payload that does not decode, an event type this
     version does not know, an event claiming another seq or session, a count that does
     not match. The caller then decodes row by row, which says exactly what is wrong.
+    ``count=None``: as many events as the array holds (every seq is checked all the same).
     """
     try:
         events = _page_decoder.decode(array)
     except (msgspec.MsgspecError, RecursionError):
         return None
-    if len(events) != count:
+    if count is not None and len(events) != count:
         return None
-    if list(map(_seq_of, events)) != list(range(start, start + count)):
-        return None
-    if count and set(map(_session_of, events)) != {session_id}:
-        return None
+    # One plain pass (as in check_batch): measured faster than comparing mapped lists.
+    seq = start
+    for event in events:
+        if event.seq != seq or event.session_id != session_id:
+            return None
+        seq += 1
     return events
 
 
