@@ -10,6 +10,7 @@ from urllib.parse import quote
 import pytest
 
 from universal_event.errors import CorruptEventError, StoreError
+from universal_event.stores._base import DECODE_BATCH, READ_PAGE_SIZE
 from universal_event.stores.jsonl import JsonlStore
 from universal_event.stores.sqlite import SqliteStore
 from universal_event.testing import sample_events
@@ -163,6 +164,20 @@ def test_sqlite_row_claiming_another_seq_or_missing(tmp_path: Path) -> None:
     assert _read_fails_at(store, "gap", 4) == [0, 1, 2, 3]
 
 
+def test_sqlite_row_missing_at_the_end_of_a_page(tmp_path: Path) -> None:
+    """A gap where a page ends is not taken for the end of the session."""
+    path = tmp_path / "x.db"
+    store = SqliteStore(path)
+    _fill(store, "gap", count=DECODE_BATCH + 10)
+    missing = DECODE_BATCH - 1
+    with sqlite3.connect(path) as raw:
+        raw.execute("DELETE FROM events WHERE session_id = 'gap' AND seq = ?", (missing,))
+    assert _read_fails_at(store, "gap", missing) == list(range(missing))
+    assert [e.seq for e in store.read("gap", missing + 1)] == list(
+        range(missing + 1, DECODE_BATCH + 10)
+    )
+
+
 def test_sqlite_truncated_file(tmp_path: Path) -> None:
     """A database file cut short is refused with a typed error, not a crash."""
     path = tmp_path / "x.db"
@@ -203,6 +218,29 @@ def test_postgres_garbage_row(request: pytest.FixtureRequest, tmp_path: Path) ->
     assert _read_fails_at(store, "bad", 3) == [0, 1, 2]
     assert _read_fails_at(store, "gap", 1) == [0]
     assert [e.seq for e in store.read("good")] == list(range(6))
+    store.close()
+
+
+def test_postgres_row_missing_at_the_end_of_a_page(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """A gap where a page ends is not taken for the end of the session (first page, and
+    a page read ahead on the pipelined connection)."""
+    import psycopg
+
+    from .conftest import POSTGRES_URL
+
+    store = make_kit("postgresql", request, tmp_path).make()
+    schema = store.schema  # type: ignore[attr-defined]
+    _fill(store, "first", "later", count=2 * READ_PAGE_SIZE + 5)
+    with psycopg.connect(POSTGRES_URL) as raw:
+        for session, seq in (("first", READ_PAGE_SIZE - 1), ("later", 2 * READ_PAGE_SIZE - 1)):
+            raw.execute(
+                f'DELETE FROM "{schema}".events WHERE session_id = %s AND seq = %s', (session, seq)
+            )
+    assert _read_fails_at(store, "first", READ_PAGE_SIZE - 1) == list(range(READ_PAGE_SIZE - 1))
+    later = 2 * READ_PAGE_SIZE - 1
+    assert _read_fails_at(store, "later", later) == list(range(later))
     store.close()
 
 

@@ -61,6 +61,9 @@ _row_encoder = msgspec.json.Encoder()
 EventRow = tuple[str, int, str, float, bytes]
 """``(session_id, seq, type, ts, payload)``: one event as the SQL backends store it."""
 
+NO_END = 2**63 - 1
+"""The bound of a read without an end: beyond any seq (and within a signed 64-bit int)."""
+
 READ_PAGE_SIZE = 1000
 """How many events a durable backend fetches per page while streaming ``read``."""
 

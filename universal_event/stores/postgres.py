@@ -49,6 +49,7 @@ from universal_event.errors import (
 from universal_event.events import Event, EventBase
 from universal_event.stores._base import (
     DECODE_BATCH,
+    NO_END,
     READ_PAGE_SIZE,
     Batches,
     SessionInfo,
@@ -372,23 +373,24 @@ class PostgresStore:
         stop = self._page_end(start, end)
         if stop <= start:
             return
-        payloads = self._fetch_page(session_id, start, stop)
-        yield from self._decode_payloads(session_id, start, payloads)
+        bound = NO_END if end is None else end
+        payloads = self._fetch_page(session_id, start, stop, bound)
+        yield from self._decode_payloads(session_id, start, payloads, bound)
         if len(payloads) < stop - start or stop == end:
             return
         # The connection is held while the reader iterates (the next page is in flight
         # on it); closing or dropping the iterator gives it back.
         with self._pool.connection() as conn, conn.pipeline():
             first, stop = stop, self._page_end(stop, end)
-            pending = self._send_page(conn, session_id, first, stop)
+            pending = self._send_page(conn, session_id, first, stop, bound)
             while True:
                 with pending:
                     payloads = pending.fetchall()
                 following = self._page_end(stop, end)
                 full = len(payloads) == stop - first
                 if full and following > stop:
-                    pending = self._send_page(conn, session_id, stop, following)
-                yield from self._decode_payloads(session_id, first, payloads)
+                    pending = self._send_page(conn, session_id, stop, following, bound)
+                yield from self._decode_payloads(session_id, first, payloads, bound)
                 if not full or following <= stop:
                     return
                 first, stop = stop, following
@@ -399,25 +401,25 @@ class PostgresStore:
         return stop if end is None else min(end, stop)
 
     def _send_page(
-        self, conn: psycopg.Connection[Any], session_id: str, start: int, end: int
+        self, conn: psycopg.Connection[Any], session_id: str, start: int, stop: int, bound: int
     ) -> psycopg.Cursor[Any]:
         """Queue the page's query on a pipelined connection; its cursor fetches it."""
         cur = conn.cursor(binary=True)
-        cur.execute(self._sql.read_payloads, (session_id, start, end))
+        cur.execute(self._sql.read_payloads, (session_id, start, bound, stop - start))
         return cur
 
-    def _fetch_page(self, session_id: str, start: int, end: int) -> list[tuple[bytes]]:
+    def _fetch_page(self, session_id: str, start: int, stop: int, bound: int) -> list[tuple[bytes]]:
         with self._pool.connection() as conn:
-            return self._fetch_payloads(conn, session_id, start, end)
+            return self._fetch_payloads(conn, session_id, start, stop, bound)
 
     def _read_page(
         self, conn: psycopg.Connection[Any], session_id: str, start: int, end: int
     ) -> list[Event]:
-        payloads = self._fetch_payloads(conn, session_id, start, end)
-        return list(chain.from_iterable(self._decode_payloads(session_id, start, payloads)))
+        payloads = self._fetch_payloads(conn, session_id, start, end, end)
+        return list(chain.from_iterable(self._decode_payloads(session_id, start, payloads, end)))
 
     def _decode_payloads(
-        self, session_id: str, start: int, payloads: Sequence[tuple[bytes]]
+        self, session_id: str, start: int, payloads: Sequence[tuple[bytes]], bound: int
     ) -> Batches:
         """The events of a page's payloads, expected to hold seqs ``start, start+1, ...``.
 
@@ -435,22 +437,27 @@ class PostgresStore:
             )
         )
         return decode_batches(
-            session_id, start, arrays, lambda seq: self._decode_rows_again(session_id, seq, stop)
+            session_id,
+            start,
+            arrays,
+            lambda seq: self._decode_rows_again(session_id, seq, stop, bound),
         )
 
-    def _decode_rows_again(self, session_id: str, start: int, end: int) -> Iterator[Event]:
+    def _decode_rows_again(
+        self, session_id: str, start: int, stop: int, bound: int
+    ) -> Iterator[Event]:
         """The slow path for a damaged page: rows with their seqs, decoded one by one."""
         with self._pool.connection() as conn, conn.cursor(binary=True) as cur:
-            cur.execute(self._sql.read_rows, (session_id, start, end))
+            cur.execute(self._sql.read_rows, (session_id, start, bound, stop - start))
             rows: list[tuple[int, bytes]] = cur.fetchall()
         return decode_rows(session_id, start, rows)
 
     def _fetch_payloads(
-        self, conn: psycopg.Connection[Any], session_id: str, start: int, end: int
+        self, conn: psycopg.Connection[Any], session_id: str, start: int, stop: int, bound: int
     ) -> list[tuple[bytes]]:
         """Payloads only, in seq order: the seqs are in the payloads, and checked there."""
         with conn.cursor(binary=True) as cur:
-            cur.execute(self._sql.read_payloads, (session_id, start, end))
+            cur.execute(self._sql.read_payloads, (session_id, start, bound, stop - start))
             payloads: list[tuple[bytes]] = cur.fetchall()
         return payloads
 
@@ -562,7 +569,11 @@ class _Statements:
         self.copy_events = (
             f"COPY {events} (session_id, seq, type, ts, payload) FROM STDIN (FORMAT BINARY)"
         )
-        page = f"FROM {events} WHERE session_id = %s AND seq >= %s AND seq < %s ORDER BY seq"
+        # A page is the next rows from a seq on (below the read's bound), not a seq
+        # range: a missing row shows as a wrong seq in the page, never as its end.
+        page = (
+            f"FROM {events} WHERE session_id = %s AND seq >= %s AND seq < %s ORDER BY seq LIMIT %s"
+        )
         self.read_payloads = f"SELECT payload {page}"
         self.read_rows = f"SELECT seq, payload {page}"
         self.list_sessions = (

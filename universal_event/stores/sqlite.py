@@ -47,6 +47,7 @@ from universal_event.errors import (
 from universal_event.events import Event, EventBase
 from universal_event.stores._base import (
     DECODE_BATCH,
+    NO_END,
     READ_PAGE_SIZE,
     Batches,
     SessionInfo,
@@ -140,9 +141,12 @@ _CLAIM_NEXT_SEQS = (
     "runtime = COALESCE(runtime, ?) WHERE session_id = ? AND event_count = ?"
 )
 """A later append's compare-and-set: changes no row when another writer got there first."""
+_PAGE = "FROM events WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq LIMIT ?"
+"""A page is the next rows from a seq on (below the read's bound), not a seq range: a
+missing row shows as a wrong seq in the page, never as its end."""
 _READ_PAGE_JOINED = (
-    "SELECT count(*), max(seq), CAST(group_concat(payload, ',') AS BLOB) FROM events "
-    "WHERE session_id = ? AND seq >= ? AND seq < ?"
+    "SELECT count(*), max(seq), CAST(group_concat(payload, ',') AS BLOB) "
+    f"FROM (SELECT seq, payload {_PAGE})"
 )
 """A page in one row: its size, its top seq and the payloads joined with commas (one
 value to fetch instead of a row object per event: measured, half the SQL time).
@@ -150,9 +154,7 @@ value to fetch instead of a row object per event: measured, half the SQL time).
 SQLite does not promise ``group_concat``'s order; it follows the primary-key scan, and
 :func:`~universal_event.stores._base.decode_page` checks every seq, so another order
 would only send the page down the row-by-row path."""
-_READ_PAGE_ROWS = (
-    "SELECT seq, payload FROM events WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq"
-)
+_READ_PAGE_ROWS = f"SELECT seq, payload {_PAGE}"
 
 
 class SqliteStore(TailByPolling):
@@ -314,15 +316,20 @@ class SqliteStore(TailByPolling):
 
     def read(self, session_id: str, start: int = 0, end: int | None = None) -> Iterator[Event]:
         """Stream in pages of :data:`DECODE_BATCH` rows; no lock is held between pages."""
+        bound = NO_END if end is None else end
         return page_through(
-            start, end, lambda first, stop: self._page(session_id, first, stop), DECODE_BATCH
+            start,
+            end,
+            lambda first, stop: self._page(session_id, first, stop, bound),
+            DECODE_BATCH,
         )
 
     def _read_page(self, session_id: str, start: int, end: int) -> list[Event]:
-        return list(chain.from_iterable(self._page(session_id, start, end)[1]))
+        return list(chain.from_iterable(self._page(session_id, start, end, end)[1]))
 
-    def _page(self, session_id: str, start: int, end: int) -> tuple[int, Batches]:
-        """``start <= seq < end``: how many rows, and their events.
+    def _page(self, session_id: str, start: int, stop: int, bound: int) -> tuple[int, Batches]:
+        """Up to ``stop - start`` rows from ``start`` on, below ``bound``: how many, and
+        their events.
 
         The joined value is decoded in one call when it checks out; otherwise (damage,
         an unknown event type, a page beyond SQLite's value size limit) the rows are
@@ -331,7 +338,7 @@ class SqliteStore(TailByPolling):
         with self._lock:
             try:
                 count, top, joined = self._conn.execute(
-                    _READ_PAGE_JOINED, (session_id, start, end)
+                    _READ_PAGE_JOINED, (session_id, start, bound, stop - start)
                 ).fetchone()
             except sqlite3.DatabaseError:
                 count = top = joined = None
@@ -341,15 +348,17 @@ class SqliteStore(TailByPolling):
             events = decode_page(session_id, start, count, b"".join((b"[", joined, b"]")))
             if events is not None:
                 return count, iter([events])
-        rows = self._fetch_rows(session_id, start, end)
+        rows = self._fetch_rows(session_id, start, stop, bound)
         return len(rows), decode_fetched(session_id, start, rows)
 
-    def _fetch_rows(self, session_id: str, start: int, end: int) -> list[tuple[int, bytes]]:
-        """Raw rows ``start <= seq < end``; an unreadable database file is corruption."""
+    def _fetch_rows(
+        self, session_id: str, start: int, stop: int, bound: int
+    ) -> list[tuple[int, bytes]]:
+        """The raw rows of a page; an unreadable database file is corruption."""
         with self._lock:
             try:
                 rows: list[tuple[int, bytes]] = self._conn.execute(
-                    _READ_PAGE_ROWS, (session_id, start, end)
+                    _READ_PAGE_ROWS, (session_id, start, bound, stop - start)
                 ).fetchall()
             except sqlite3.DatabaseError as exc:
                 raise CorruptEventError(session_id, start, f"sqlite: {exc}") from None
