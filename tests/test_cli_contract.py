@@ -112,3 +112,25 @@ def test_bad_input_exits_nonzero_with_a_message_naming_the_problem(tmp_path: Pat
     result = _run("derive", "--session", "nope", "--store", store)
     assert result.returncode != 0
     assert b"nope" in result.stderr
+
+
+@pytest.mark.parametrize("scheme", ["sqlite", "jsonl"])
+def test_reading_a_missing_store_reports_it_and_creates_nothing(
+    tmp_path: Path, scheme: str
+) -> None:
+    target = tmp_path / "absent" / ("sessions.db" if scheme == "sqlite" else "sessions")
+    store = f"{scheme}:///{target}"
+    for command in (
+        ("events", "--session", "s1"),
+        ("derive", "--session", "s1"),
+        ("show", "s1"),
+        ("replay", "--session", "s1"),
+        ("repair", "--session", "s1"),
+    ):
+        result = _run(*command, "--store", store)
+        assert result.returncode == 1, (command, result.stderr)
+        assert f"no store at {store}".encode() in result.stderr, (command, result.stderr)
+    listed = _run("sessions", "--store", store)
+    assert listed.returncode == 0, listed.stderr
+    assert b"s1" not in listed.stdout
+    assert not (tmp_path / "absent").exists()

@@ -18,6 +18,7 @@ import msgspec
 from universal_event.errors import (
     NotAvailableError,
     SessionNotFoundError,
+    StoreNotFoundError,
     UniversalEventError,
 )
 from universal_event.stores import DEFAULT_STORE_URL
@@ -96,10 +97,12 @@ def cmd_normalize(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_store(args: argparse.Namespace) -> Store:
+def _open_store(args: argparse.Namespace, *, must_exist: bool = False) -> Store:
+    """The ``--store``; ``must_exist`` for commands that only read an existing session
+    (a missing sqlite file or jsonl directory is reported, not created)."""
     from universal_event.stores import open_store
 
-    return open_store(_store_url(args))
+    return open_store(_store_url(args), must_exist=must_exist)
 
 
 def _open_log(store: Store, session_id: str) -> SessionLog:
@@ -133,7 +136,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_events(args: argparse.Namespace) -> int:
     from universal_event.codec import encode_lines
 
-    store = _open_store(args)
+    store = _open_store(args, must_exist=True)
     try:
         if store.latest_seq(args.session) < 0:
             raise SessionNotFoundError(args.session)
@@ -152,7 +155,7 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 
 def cmd_derive(args: argparse.Namespace) -> int:
-    store = _open_store(args)
+    store = _open_store(args, must_exist=True)
     try:
         _write_json(_open_log(store, args.session).derive_messages())
     finally:
@@ -177,7 +180,7 @@ def cmd_render(args: argparse.Namespace) -> int:
             "openai-responses": "adapters.openai_responses",
         }[args.target]
     )
-    store = _open_store(args)
+    store = _open_store(args, must_exist=True)
     try:
         log = _open_log(store, args.session)
         header = log.current_header()
@@ -199,7 +202,11 @@ def cmd_render(args: argparse.Namespace) -> int:
 def cmd_sessions(args: argparse.Namespace) -> int:
     from universal_event._show import sessions_table
 
-    store = _open_store(args)
+    try:
+        store = _open_store(args, must_exist=True)
+    except StoreNotFoundError:
+        print("\n".join(sessions_table([])))  # nothing stored yet: no sessions
+        return 0
     try:
         print("\n".join(sessions_table(store.list_sessions())))
     finally:
@@ -210,7 +217,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from universal_event._show import session_table
 
-    store = _open_store(args)
+    store = _open_store(args, must_exist=True)
     try:
         if store.latest_seq(args.session) < 0:
             raise SessionNotFoundError(args.session)
@@ -221,7 +228,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_fork(args: argparse.Namespace) -> int:
-    store = _open_store(args)
+    store = _open_store(args, must_exist=True)
     try:
         child = _open_log(store, args.session).fork(args.new_session, after_turn=args.turn)
         child.close()
@@ -234,7 +241,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
 def cmd_repair(args: argparse.Namespace) -> int:
     from universal_event.repair import repair
 
-    store = _open_store(args)
+    store = _open_store(args, must_exist=True)
     try:
         appended = repair(store, args.session)
     finally:
@@ -251,7 +258,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from universal_event.codec import encode
     from universal_event.replay import replay
 
-    store = _open_store(args)
+    store = _open_store(args, must_exist=True)
     try:
         if store.latest_seq(args.session) < 0:
             raise SessionNotFoundError(args.session)

@@ -33,6 +33,7 @@ __all__ = [
     "RenderError",
     "SessionNotFoundError",
     "StoreError",
+    "StoreNotFoundError",
     "StoreURLError",
     "SurfaceError",
     "UniversalEventError",
@@ -123,6 +124,15 @@ class SessionNotFoundError(StoreError, KeyError):
 
     def __str__(self) -> str:
         return f"no session {self.session_id!r}"
+
+
+class StoreNotFoundError(StoreError):
+    """A read-only use of a store that does not exist (its file or directory is missing):
+    reported instead of creating an empty store as a side effect."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        super().__init__(f"no store at {url} (nothing has been written there yet)")
 
 
 class StoreURLError(StoreError, ValueError):

@@ -137,13 +137,28 @@ def test_postgres_never_updates_event_rows_and_migrates_once(
         assert kind == ("bytea",)
 
 
-def test_postgres_unreachable_is_a_store_error() -> None:
+def test_postgres_refused_connection_is_a_store_error_at_once() -> None:
+    """Nothing listens: a typed error with libpq's reason at once, not after the pool's
+    start-up timeout."""
     from universal_event.stores.postgres import PostgresStore
 
     started = time.monotonic()
-    with pytest.raises(StoreError, match="unreachable"):
-        PostgresStore("postgresql://postgres@127.0.0.1:1/test", connect_timeout=0.5)
-    assert time.monotonic() - started < 10
+    with pytest.raises(StoreError, match="cannot connect to PostgreSQL") as info:
+        PostgresStore("postgresql://postgres@127.0.0.1:1/test")
+    assert "Connection refused" in str(info.value)
+    assert time.monotonic() - started < 3
+
+
+def test_postgres_rejected_connection_says_why(postgres_url: str) -> None:
+    """The server answers but refuses (no such database): its reason, at once."""
+    from universal_event.stores.postgres import PostgresStore
+
+    url = postgres_url.rsplit("/", 1)[0] + "/ue_no_such_database"
+    started = time.monotonic()
+    with pytest.raises(StoreError, match="cannot connect to PostgreSQL") as info:
+        PostgresStore(url)
+    assert 'database "ue_no_such_database" does not exist' in str(info.value)
+    assert time.monotonic() - started < 3
 
 
 @pytest.mark.parametrize("backend", ["jsonl", "sqlite", "postgresql"])

@@ -7,9 +7,10 @@ URLs (the CLI's ``--store``): ``memory:``, ``jsonl:///dir``, ``sqlite:///file.db
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 
-from universal_event.errors import StoreURLError
+from universal_event.errors import StoreNotFoundError, StoreURLError
 from universal_event.stores._base import SessionInfo, Store, check_batch
 from universal_event.stores.memory import MemoryStore
 
@@ -26,8 +27,13 @@ _BACKENDS: dict[str, tuple[str, str]] = {
 }
 
 
-def open_store(url: str, **options: Any) -> Store:
-    """Open the store a URL names. Each backend class has ``from_url(url, **options)``."""
+def open_store(url: str, *, must_exist: bool = False, **options: Any) -> Store:
+    """Open the store a URL names. Each backend class has ``from_url(url, **options)``.
+
+    ``must_exist``: for read-only uses; a file store (``sqlite:``, ``jsonl:``) whose file
+    or directory is missing raises :class:`~universal_event.errors.StoreNotFoundError`
+    instead of being created empty.
+    """
     if url in ("memory:", "memory://"):
         return MemoryStore()
     scheme = url.split(":", 1)[0]
@@ -38,5 +44,10 @@ def open_store(url: str, **options: Any) -> Store:
         )
     module_name, class_name = _BACKENDS[scheme]
     backend = getattr(importlib.import_module(module_name), class_name)
+    path_of = getattr(backend, "path_of", None)
+    if must_exist and path_of is not None:
+        path = path_of(url)
+        if path != ":memory:" and not os.path.exists(path):
+            raise StoreNotFoundError(url)
     store: Store = backend.from_url(url, **options)
     return store

@@ -128,6 +128,11 @@ class JsonlStore(TailByPolling):
     @classmethod
     def from_url(cls, url: str, **options: Any) -> JsonlStore:
         """``jsonl:///abs/dir`` or ``jsonl:///./relative/dir``."""
+        return cls(cls.path_of(url), **options)
+
+    @staticmethod
+    def path_of(url: str) -> str:
+        """The directory a ``jsonl:`` URL names."""
         parts = urlsplit(url)
         if parts.scheme != "jsonl":
             raise ValueError(f"not a jsonl URL: {url!r}")
@@ -136,7 +141,7 @@ class JsonlStore(TailByPolling):
             path = path[1:]
         if not path:
             raise ValueError(f"jsonl URL {url!r} names no directory")
-        return cls(path, **options)
+        return path
 
     def _path(self, session_id: str) -> Path:
         """The session's file; remembered, as quoting and joining cost an append ~3 µs."""

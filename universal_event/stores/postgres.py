@@ -28,6 +28,7 @@ any process on any machine wakes at once.
 
 from __future__ import annotations
 
+import math
 import re
 import struct
 import threading
@@ -151,6 +152,19 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     conn.execute("SET enable_bitmapscan = off")
 
 
+def _probe(conninfo: str, timeout: float) -> None:
+    """Connect once before opening the pool: the pool retries a refused or rejected
+    connection until its timeout and then reports only that; one plain attempt fails at
+    once (no server, wrong port, unknown database, authentication) with libpq's reason."""
+    try:
+        psycopg.connect(conninfo, connect_timeout=max(2, math.ceil(timeout))).close()
+    except psycopg.OperationalError as exc:
+        reason = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        raise StoreError(
+            f"cannot connect to PostgreSQL at {_redact(conninfo)}: {reason or type(exc).__name__}"
+        ) from None
+
+
 def _migrations(schema: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
     """Versioned migrations, applied in order on first use; never edit a released one."""
     return (
@@ -203,6 +217,7 @@ class PostgresStore:
         self.channel = f"ue_events_{schema}"
         self._conninfo = conninfo
         self._poll_interval = poll_interval
+        _probe(conninfo, connect_timeout)
         # Autocommit connections: reads are single statements, and writes open their
         # transaction themselves (append sends BEGIN with its first statement).
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
@@ -218,7 +233,9 @@ class PostgresStore:
             self._pool.open(wait=True, timeout=connect_timeout)
         except PoolTimeout as exc:
             self._pool.close()
-            raise StoreError(f"PostgreSQL at {_redact(conninfo)} is unreachable: {exc}") from None
+            raise StoreError(
+                f"cannot connect to PostgreSQL at {_redact(conninfo)}: {exc}"
+            ) from None
         self._notified = threading.Condition()
         self._version = 0
         self._listener: threading.Thread | None = None

@@ -194,6 +194,11 @@ class SqliteStore(TailByPolling):
     @classmethod
     def from_url(cls, url: str, **options: Any) -> SqliteStore:
         """``sqlite:///abs/path.db``, ``sqlite:///./relative.db`` or ``sqlite:///:memory:``."""
+        return cls(cls.path_of(url), **options)
+
+    @staticmethod
+    def path_of(url: str) -> str:
+        """The database file a ``sqlite:`` URL names (``:memory:`` for none)."""
         parts = urlsplit(url)
         if parts.scheme != "sqlite":
             raise ValueError(f"not a sqlite URL: {url!r}")
@@ -202,7 +207,7 @@ class SqliteStore(TailByPolling):
             path = path[1:]
         if not path:
             raise ValueError(f"sqlite URL {url!r} names no file")
-        return cls(path, **options)
+        return path
 
     # ------------------------------------------------------------------ schema
 
