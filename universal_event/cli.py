@@ -98,11 +98,19 @@ def cmd_normalize(args: argparse.Namespace) -> int:
 
 
 def _open_store(args: argparse.Namespace, *, must_exist: bool = False) -> Store:
-    """The ``--store``; ``must_exist`` for commands that only read an existing session
-    (a missing sqlite file or jsonl directory is reported, not created)."""
+    """The ``--store``; ``must_exist`` for commands that only read what is stored (a
+    missing sqlite file or jsonl directory is reported, not created)."""
     from universal_event.stores import open_store
 
     return open_store(_store_url(args), must_exist=must_exist)
+
+
+def _open_session_store(args: argparse.Namespace, session_id: str) -> Store:
+    """The ``--store`` of a command on an existing session; no store is no such session."""
+    try:
+        return _open_store(args, must_exist=True)
+    except StoreNotFoundError as exc:
+        raise SessionNotFoundError(session_id, str(exc)) from None
 
 
 def _open_log(store: Store, session_id: str) -> SessionLog:
@@ -136,7 +144,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_events(args: argparse.Namespace) -> int:
     from universal_event.codec import encode_lines
 
-    store = _open_store(args, must_exist=True)
+    store = _open_session_store(args, args.session)
     try:
         if store.latest_seq(args.session) < 0:
             raise SessionNotFoundError(args.session)
@@ -155,7 +163,7 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 
 def cmd_derive(args: argparse.Namespace) -> int:
-    store = _open_store(args, must_exist=True)
+    store = _open_session_store(args, args.session)
     try:
         _write_json(_open_log(store, args.session).derive_messages())
     finally:
@@ -180,7 +188,7 @@ def cmd_render(args: argparse.Namespace) -> int:
             "openai-responses": "adapters.openai_responses",
         }[args.target]
     )
-    store = _open_store(args, must_exist=True)
+    store = _open_session_store(args, args.session)
     try:
         log = _open_log(store, args.session)
         header = log.current_header()
@@ -217,7 +225,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from universal_event._show import session_table
 
-    store = _open_store(args, must_exist=True)
+    store = _open_session_store(args, args.session)
     try:
         if store.latest_seq(args.session) < 0:
             raise SessionNotFoundError(args.session)
@@ -228,7 +236,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_fork(args: argparse.Namespace) -> int:
-    store = _open_store(args, must_exist=True)
+    store = _open_session_store(args, args.session)
     try:
         child = _open_log(store, args.session).fork(args.new_session, after_turn=args.turn)
         child.close()
@@ -241,7 +249,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
 def cmd_repair(args: argparse.Namespace) -> int:
     from universal_event.repair import repair
 
-    store = _open_store(args, must_exist=True)
+    store = _open_session_store(args, args.session)
     try:
         appended = repair(store, args.session)
     finally:
@@ -258,7 +266,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from universal_event.codec import encode
     from universal_event.replay import replay
 
-    store = _open_store(args, must_exist=True)
+    store = _open_session_store(args, args.session)
     try:
         if store.latest_seq(args.session) < 0:
             raise SessionNotFoundError(args.session)

@@ -118,12 +118,15 @@ class CorruptEventError(StoreError):
 class SessionNotFoundError(StoreError, KeyError):
     """No session with that id exists in the store."""
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str, detail: str | None = None) -> None:
         self.session_id = session_id
-        super().__init__(f"no session {session_id!r}")
+        self.detail = detail
+        """Why, when more is known (``no store at ...``)."""
+        super().__init__(str(self))
 
     def __str__(self) -> str:
-        return f"no session {self.session_id!r}"
+        message = f"no session {self.session_id!r}"
+        return f"{message}: {self.detail}" if self.detail else message
 
 
 class StoreNotFoundError(StoreError):
