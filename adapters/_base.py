@@ -10,7 +10,6 @@ Events come back without ``seq`` (the session log assigns it) but with ``source`
 
 from __future__ import annotations
 
-import functools
 import time
 import uuid
 from abc import ABC, abstractmethod
@@ -28,11 +27,16 @@ EventT = TypeVar("EventT", bound=EventBase)
 _json_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
 
 
-@functools.cache
+_SOURCE_NAMED_FIELDS: dict[type[EventBase], tuple[bool, bool]] = {}
+"""Event type → whether it has its own ``native_type`` / ``model`` fields (filled on use)."""
+
+
 def _source_named_fields(event_type: type[EventBase]) -> tuple[bool, bool]:
-    """Whether an event type has its own ``native_type`` / ``model`` fields."""
-    fields = event_type.__struct_fields__
-    return "native_type" in fields, "model" in fields
+    named = _SOURCE_NAMED_FIELDS.get(event_type)
+    if named is None:
+        fields = event_type.__struct_fields__
+        named = _SOURCE_NAMED_FIELDS[event_type] = ("native_type" in fields, "model" in fields)
+    return named
 
 
 def new_id() -> str:
@@ -85,18 +89,22 @@ class Adapter(ABC):
         :meth:`_event_source` (another ``source``).
         """
         self._envelope_defaults(fields)
-        fields.setdefault("turn_id", self.turn_id)
-        fields.setdefault("step", self.step)
+        # Only what differs from the field defaults is passed: every keyword costs.
+        if self.turn_id is not None and "turn_id" not in fields:
+            fields["turn_id"] = self.turn_id
+        if self.step is not None and "step" not in fields:
+            fields["step"] = self.step
+        if self.session_id and "session_id" not in fields:
+            fields["session_id"] = self.session_id
         # Some events have fields of the same names as the source's (native/unknown's
         # ``native_type``, usage's ``model``): fill those too unless given.
         has_native_type, has_model = _source_named_fields(event_type)
-        if has_native_type:
-            fields.setdefault("native_type", native_type)
-        if has_model:
-            fields.setdefault("model", model)
+        if has_native_type and "native_type" not in fields:
+            fields["native_type"] = native_type
+        if has_model and "model" not in fields:
+            fields["model"] = model
         return event_type(
             id=self._event_id(),
-            session_id=self.session_id,
             ts=time.time(),
             source=self._event_source(native_type, native_id, model),
             **fields,

@@ -150,6 +150,7 @@ class CodexCore(Adapter):
         self._pending_results: dict[str, tuple[str, str, bool, int | None, dict[str, Any]]] = {}
         self._sources: dict[str | None, Source] = {}
         self._chunk_source: Source | None = None
+        self._provenance: Provenance | None = None
 
     # ------------------------------------------------------------ envelope
 
@@ -203,8 +204,14 @@ class CodexCore(Adapter):
         )
 
     def provenance(self) -> Provenance:
-        """Codex talks to the Responses API: ``openai``/``responses``/model."""
-        return Provenance(provider="openai", api="responses", model=self.model)
+        """Codex talks to the Responses API: ``openai``/``responses``/model (one frozen
+        instance while the model stays the same)."""
+        provenance = self._provenance
+        if provenance is None or provenance.model != self.model:
+            provenance = self._provenance = Provenance(
+                provider="openai", api="responses", model=self.model
+            )
+        return provenance
 
     # ------------------------------------------------------------ JSON lines
 
