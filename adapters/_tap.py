@@ -58,11 +58,15 @@ from universal_event.parts import ToolCallPart
 __all__ = [
     "EventLog",
     "FeedsEvents",
+    "RaisesAPIErrors",
     "aerrors_logged",
     "atap",
+    "atap_sdk_stream",
     "errors_logged",
+    "log_session_id",
     "needs_checkpoint",
     "tap",
+    "tap_sdk_stream",
 ]
 
 T = TypeVar("T")
@@ -74,6 +78,13 @@ class FeedsEvents(Protocol):
     def feed(self, native: Any) -> list[Event]: ...
 
     def close(self) -> list[Event]: ...
+
+
+class RaisesAPIErrors(FeedsEvents, Protocol):
+    """An adapter for an HTTP SDK whose stream raises errors (``api_error`` turns one
+    into events)."""
+
+    def api_error(self, exc: BaseException) -> list[Event]: ...
 
 
 class EventLog(Protocol):
@@ -161,3 +172,22 @@ async def atap(stream: AsyncIterable[T], adapter: FeedsEvents, log: EventLog) ->
             yield item
     finally:
         _finish(adapter, log)
+
+
+def tap_sdk_stream(stream: Iterable[T], adapter: RaisesAPIErrors, log: EventLog) -> Iterator[T]:
+    """:func:`tap` for an HTTP SDK's stream: an exception it raises mid-stream (an
+    in-stream error event, a dropped connection) is logged as the adapter's ``error``
+    events before it propagates (:func:`errors_logged`)."""
+    return tap(errors_logged(stream, adapter.api_error, log), adapter, log)
+
+
+def atap_sdk_stream(
+    stream: AsyncIterable[T], adapter: RaisesAPIErrors, log: EventLog
+) -> AsyncIterator[T]:
+    """The async :func:`tap_sdk_stream`."""
+    return atap(aerrors_logged(stream, adapter.api_error, log), adapter, log)
+
+
+def log_session_id(log: EventLog) -> str:
+    """The log's session id (``""`` for a log without one): a default adapter's."""
+    return str(getattr(log, "session_id", ""))

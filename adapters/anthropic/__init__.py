@@ -9,9 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import TypeVar
 
-from adapters._tap import EventLog, aerrors_logged, errors_logged
-from adapters._tap import atap as generic_atap
-from adapters._tap import tap as generic_tap
+from adapters._tap import EventLog, atap_sdk_stream, log_session_id, tap_sdk_stream
 from adapters.anthropic._request import parse_request, render_request
 from adapters.anthropic._stream import AnthropicAdapter
 
@@ -32,17 +30,11 @@ def tap(
     which is logged as that ``error`` event (code, retryable) before it propagates.
     Pass the conversation's adapter to keep an agent loop's requests in one turn.
     """
-    adapter = adapter if adapter is not None else _adapter_for(log)
-    return generic_tap(errors_logged(stream, adapter.api_error, log), adapter, log)
+    return tap_sdk_stream(stream, adapter or AnthropicAdapter(session_id=log_session_id(log)), log)
 
 
 def atap(
     stream: AsyncIterable[T], log: EventLog, *, adapter: AnthropicAdapter | None = None
 ) -> AsyncIterator[T]:
     """:func:`tap` for ``AsyncAnthropic`` streams (``async for``)."""
-    adapter = adapter if adapter is not None else _adapter_for(log)
-    return generic_atap(aerrors_logged(stream, adapter.api_error, log), adapter, log)
-
-
-def _adapter_for(log: EventLog) -> AnthropicAdapter:
-    return AnthropicAdapter(session_id=str(getattr(log, "session_id", "")))
+    return atap_sdk_stream(stream, adapter or AnthropicAdapter(session_id=log_session_id(log)), log)

@@ -51,7 +51,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import TypeVar
 
-from adapters._tap import EventLog
+from adapters._tap import EventLog, log_session_id
 from adapters._tap import atap as generic_atap
 from adapters._tap import tap as generic_tap
 from adapters.codex._core import codex_usage
@@ -78,15 +78,11 @@ def tap(stream: Iterable[T], log: EventLog, *, adapter: CodexAdapter | None = No
     the caller sees it; a stream cut short closes the turn as interrupted. Pass the
     thread's adapter to keep its model and state across turns.
     """
-    return generic_tap(stream, adapter if adapter is not None else _adapter_for(log), log)
+    return generic_tap(stream, adapter or CodexAdapter(session_id=log_session_id(log)), log)
 
 
 def atap(
     stream: AsyncIterable[T], log: EventLog, *, adapter: CodexAdapter | None = None
 ) -> AsyncIterator[T]:
     """:func:`tap` for the async SDK's turn stream (``AsyncTurnHandle.stream()``)."""
-    return generic_atap(stream, adapter if adapter is not None else _adapter_for(log), log)
-
-
-def _adapter_for(log: EventLog) -> CodexAdapter:
-    return CodexAdapter(session_id=str(getattr(log, "session_id", "")))
+    return generic_atap(stream, adapter or CodexAdapter(session_id=log_session_id(log)), log)

@@ -63,9 +63,7 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from adapters._base import Adapter, EventT
-from adapters._tap import EventLog, aerrors_logged, errors_logged
-from adapters._tap import atap as generic_atap
-from adapters._tap import tap as generic_tap
+from adapters._tap import EventLog, atap_sdk_stream, log_session_id, tap_sdk_stream
 from adapters._usage import openai_usage
 from adapters.openai_chat._wire import ChatBody, Choice, Delta, ToolCallFragment, body_decoder
 from universal_event._sse_frames import SSEDecoder, SSEFrame
@@ -847,21 +845,13 @@ def tap(
     ``error`` event before it propagates. Pass the conversation's ``adapter`` to keep
     an agent loop's requests in one turn.
     """
-    adapter = (
-        adapter
-        if adapter is not None
-        else OpenAIChatAdapter(session_id=str(getattr(log, "session_id", "")))
-    )
-    return generic_tap(errors_logged(stream, adapter.api_error, log), adapter, log)
+    return tap_sdk_stream(stream, adapter or OpenAIChatAdapter(session_id=log_session_id(log)), log)
 
 
 def atap(
     stream: AsyncIterable[T], log: EventLog, *, adapter: OpenAIChatAdapter | None = None
 ) -> AsyncIterator[T]:
     """:func:`tap` for ``AsyncOpenAI`` streams (``async for``)."""
-    adapter = (
-        adapter
-        if adapter is not None
-        else OpenAIChatAdapter(session_id=str(getattr(log, "session_id", "")))
+    return atap_sdk_stream(
+        stream, adapter or OpenAIChatAdapter(session_id=log_session_id(log)), log
     )
-    return generic_atap(aerrors_logged(stream, adapter.api_error, log), adapter, log)

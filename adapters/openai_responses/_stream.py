@@ -49,9 +49,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 import msgspec
 
 from adapters._base import Adapter
-from adapters._tap import EventLog, aerrors_logged, errors_logged
-from adapters._tap import atap as generic_atap
-from adapters._tap import tap as generic_tap
+from adapters._tap import EventLog, atap_sdk_stream, log_session_id, tap_sdk_stream
 from adapters._usage import openai_usage
 from adapters.openai_responses import _wire as wire
 from adapters.openai_responses._items import (
@@ -1037,21 +1035,15 @@ def tap(
     in-stream ``error`` event) is logged as an ``error`` event before it propagates.
     Pass the conversation's adapter so tool outputs find their calls' names.
     """
-    adapter = (
-        adapter
-        if adapter is not None
-        else OpenAIResponsesAdapter(session_id=str(getattr(log, "session_id", "")))
+    return tap_sdk_stream(
+        stream, adapter or OpenAIResponsesAdapter(session_id=log_session_id(log)), log
     )
-    return generic_tap(errors_logged(stream, adapter.api_error, log), adapter, log)
 
 
 def atap(
     stream: AsyncIterable[T], log: EventLog, *, adapter: OpenAIResponsesAdapter | None = None
 ) -> AsyncIterator[T]:
     """:func:`tap` for ``AsyncOpenAI`` streams (``async for``)."""
-    adapter = (
-        adapter
-        if adapter is not None
-        else OpenAIResponsesAdapter(session_id=str(getattr(log, "session_id", "")))
+    return atap_sdk_stream(
+        stream, adapter or OpenAIResponsesAdapter(session_id=log_session_id(log)), log
     )
-    return generic_atap(aerrors_logged(stream, adapter.api_error, log), adapter, log)
