@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from universal_event.errors import StoreError
+from universal_event.errors import StoreError, StoreNotFoundError
 from universal_event.stores import MemoryStore, open_store
 from universal_event.stores.jsonl import JsonlStore
 from universal_event.stores.sqlite import SqliteStore
@@ -321,3 +321,24 @@ def test_batches_of_every_size_read_back_whole_and_in_order(
         store.append("chunks", sample_events("chunks", start - 1, 130), expected_seq=start - 1)
     assert store.latest_seq("chunks") == start - 1
     store.close()
+
+
+@pytest.mark.parametrize("scheme", ["sqlite", "jsonl"])
+def test_must_exist_refuses_a_missing_file_store_and_creates_nothing(
+    tmp_path: Path, scheme: str
+) -> None:
+    url = f"{scheme}:///{tmp_path}/absent/store"
+    with pytest.raises(StoreNotFoundError) as info:
+        open_store(url, must_exist=True)
+    assert info.value.url == url and url in str(info.value)
+    assert not (tmp_path / "absent").exists()
+    store = open_store(url)  # writing opens (and creates) it
+    store.append("s", sample_events("s", 0, 2), expected_seq=0)
+    store.close()
+    again = open_store(url, must_exist=True)
+    assert [e.seq for e in again.read("s")] == [0, 1]
+    again.close()
+
+
+def test_must_exist_does_not_apply_to_memory() -> None:
+    assert isinstance(open_store("memory:", must_exist=True), MemoryStore)
