@@ -20,7 +20,7 @@ import msgspec
 from universal_event.events import Event, EventBase, NativeUnknownEvent, Source, UserMessageEvent
 from universal_event.parts import TextPart, UserPart
 
-__all__ = ["Adapter", "new_id"]
+__all__ = ["Adapter", "new_id", "split_lines"]
 
 EventT = TypeVar("EventT", bound=EventBase)
 
@@ -39,6 +39,14 @@ def _source_named_fields(event_type: type[EventBase]) -> tuple[bool, bool]:
     return named
 
 
+def split_lines(complete: bytes) -> list[bytes]:
+    """The non-blank lines of complete lines (``complete`` ends with a newline or is empty)."""
+    lines = complete.split(b"\n")
+    lines.pop()  # after the last newline: b""
+    # ``isspace`` stops at the first other byte; ``strip`` would copy every line.
+    return [line for line in lines if line and not line.isspace()]
+
+
 def new_id() -> str:
     """A fresh unique event id."""
     return uuid.uuid4().hex
@@ -49,6 +57,13 @@ class Adapter(ABC):
 
     runtime: ClassVar[str]
     """The runtime name the CLI uses (``--from``)."""
+
+    _has_envelope_defaults: ClassVar[bool] = False
+    """Whether the class overrides :meth:`_envelope_defaults` (else ``make`` skips it)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._has_envelope_defaults = cls._envelope_defaults is not Adapter._envelope_defaults
 
     def __init__(self, *, session_id: str = "") -> None:
         self.session_id = session_id
@@ -88,7 +103,8 @@ class Adapter(ABC):
         :meth:`_envelope_defaults` (more fields), :meth:`_event_id` (another id scheme),
         :meth:`_event_source` (another ``source``).
         """
-        self._envelope_defaults(fields)
+        if self._has_envelope_defaults:
+            self._envelope_defaults(fields)
         # Only what differs from the field defaults is passed: every keyword costs.
         if self.turn_id is not None and "turn_id" not in fields:
             fields["turn_id"] = self.turn_id
@@ -103,12 +119,11 @@ class Adapter(ABC):
             fields["native_type"] = native_type
         if has_model and "model" not in fields:
             fields["model"] = model
-        return event_type(
-            id=self._event_id(),
-            ts=time.time(),
-            source=self._event_source(native_type, native_id, model),
-            **fields,
-        )
+        fields["id"] = self._event_id()
+        fields["ts"] = time.time()
+        fields["source"] = self._event_source(native_type, native_id, model)
+        # All in one dict: keywords *and* ``**fields`` would be merged into a new one.
+        return event_type(**fields)
 
     def _envelope_defaults(self, fields: dict[str, Any]) -> None:
         """Hook: set defaults for more of an event's fields (``setdefault``)."""
@@ -130,15 +145,21 @@ class Adapter(ABC):
 
     def _lines(self, chunk: bytes) -> list[bytes]:
         """Complete, non-blank lines of ``chunk`` (a line cut at its end waits for the rest)."""
+        return split_lines(self._complete_lines(chunk))
+
+    def _complete_lines(self, chunk: bytes) -> bytes:
+        """What an earlier chunk left, then ``chunk``, up to its last newline (the complete
+        lines, each ending with ``\\n``); a line cut at the end waits for the rest."""
         buffer = self._line_buffer
         if buffer:
             buffer += chunk
             chunk = bytes(buffer)
             buffer.clear()
-        lines = chunk.split(b"\n")
-        buffer += lines.pop()  # after the last newline: the start of a line, or b""
-        # ``isspace`` stops at the first other byte; ``strip`` would copy every line.
-        return [line for line in lines if line and not line.isspace()]
+        end = chunk.rfind(b"\n") + 1
+        if end == len(chunk):  # the usual case: no copy
+            return chunk
+        buffer += chunk[end:]  # the start of a line
+        return chunk[:end]
 
     def _rest_of_lines(self) -> list[bytes]:
         """At close: a last line without its newline (complete JSON or a truncated one)."""

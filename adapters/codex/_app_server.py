@@ -58,8 +58,10 @@ from typing import Any, get_args
 from adapters.codex._core import CodexCore, OpenItem, codex_usage, text_content
 from adapters.codex._exec import mcp_content
 from adapters.codex._wire import (
+    UNMODELLED_LINES,
     AgentMessageDelta,
     AgentMessageItem,
+    AnyLine,
     CommandExecutionItem,
     CommandOutputDelta,
     DeltaParams,
@@ -87,6 +89,7 @@ from adapters.codex._wire import (
     TurnStarted,
     TypedLine,
     decode_typed_line,
+    decode_typed_lines,
 )
 from adapters.openai_responses._items import CLIENT_RESULT_TYPES
 from universal_event.events import (
@@ -118,6 +121,7 @@ _TURN_STATUS: dict[str, TurnStatus] = {
 }
 _PLAN_STATUS = {"pending": "pending", "inProgress": "in_progress", "completed": "completed"}
 _FILE_STATUS = {"inProgress": "in_progress", "completed": "completed", "failed": "failed"}
+_NOT_MODELLED = "app-server notification not modelled"
 _TOOL_KINDS = {
     "commandExecution": "command",
     "fileChange": "file_change",
@@ -132,7 +136,7 @@ class AppServerLines(CodexCore):
     def _app_line(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
         handler = _HANDLERS.get(method)
         if handler is None:
-            out.append(self.unknown(method, dict(params), "app-server notification not modelled"))
+            out.append(self.unknown(method, dict(params), _NOT_MODELLED))
             return
         handler(self, method, params, out)
 
@@ -386,19 +390,43 @@ class AppServerLines(CodexCore):
 
     # ------------------------------------------------------------ typed lines (fast path)
 
+    def _raw_lines(self, complete: bytes, out: list[Event]) -> None:
+        """A chunk of notification lines is decoded at once when every line is a typed
+        one (:func:`._wire.decode_typed_lines`), else line by line."""
+        raws = complete.split(b"\n")
+        raws.pop()  # after the last newline: b""
+        lines = decode_typed_lines(raws)
+        if lines is None:
+            super()._raw_lines(complete, out)
+        else:
+            self._typed_lines(raws, lines, out)
+
     def _raw_line(self, raw: bytes, out: list[Event], problem: str = "malformed JSON line") -> None:
         """A common notification line is decoded into its struct (:mod:`._wire`) and
         handled; any other line (another method or shape, an exec line) goes down the
         general dict path."""
         line = decode_typed_line(raw)
-        if line is not None:
+        if line is None:
+            super()._raw_line(raw, out, problem)
+        else:
+            self._typed_lines([raw], [line], out)
+
+    def _typed_lines(self, raws: list[bytes], lines: list[AnyLine], out: list[Event]) -> None:
+        """Handle typed lines (``lines[i]`` decoded from ``raws[i]``); a line without any
+        params goes down the general path, which reads it as it reads such a line."""
+        handlers = _TYPED_HANDLERS
+        for raw, line in zip(raws, lines, strict=True):
             params = line.params
             if params is None:
                 params = line.payload
-            if params is not None:
-                _TYPED_HANDLERS[type(line)](self, line.METHOD, params, out)
-                return
-        super()._raw_line(raw, out, problem)
+                if params is None:
+                    super()._raw_line(raw, out)
+                    continue
+            handlers[type(line)](self, line.METHOD, params, out)
+
+    def _unmodelled(self, method: str, params: dict[str, Any], out: list[Event]) -> None:
+        # ``params`` is freshly decoded: kept as it is (the dict path copies a caller's).
+        out.append(self.unknown(method, params, _NOT_MODELLED))
 
     # A delta line from bytes opens a turn for a stream joined late (the dict path's
     # delta handlers do not). The deltas are most of a stream's lines: their handlers
@@ -642,7 +670,7 @@ def _user_parts(content: Any) -> list[UserPart]:
     return parts
 
 
-_TYPED_HANDLERS: dict[type[TypedLine], Callable[[AppServerLines, str, Any, list[Event]], None]] = {
+_TYPED_HANDLERS: dict[type[AnyLine], Callable[[AppServerLines, str, Any, list[Event]], None]] = {
     AgentMessageDelta: AppServerLines._typed_message_delta,
     SummaryTextDelta: AppServerLines._typed_summary_delta,
     ReasoningTextDelta: AppServerLines._typed_reasoning_delta,
@@ -659,6 +687,7 @@ _TYPED_HANDLERS: dict[type[TypedLine], Callable[[AppServerLines, str, Any, list[
 }
 """Line struct → handler of its typed line: the fast path for the common lines."""
 assert set(_TYPED_HANDLERS) == set(get_args(TypedLine)), "one handler per typed method"
+_TYPED_HANDLERS.update(dict.fromkeys(UNMODELLED_LINES, AppServerLines._unmodelled))
 
 _HANDLERS = {
     "thread/started": AppServerLines._thread_started,

@@ -34,7 +34,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from adapters._base import Adapter, EventT
+from adapters._base import Adapter, EventT, split_lines
 from adapters.openai_responses._items import result_parts
 from universal_event.events import (
     AssistantChunkEvent,
@@ -154,13 +154,9 @@ class CodexCore(Adapter):
 
     # ------------------------------------------------------------ envelope
 
-    def _event_id(self) -> str:
-        return _fast_id()
-
-    def _event_source(
-        self, native_type: str | None, native_id: str | None, model: str | None
-    ) -> Source:
-        return self._source(native_type, native_id, model)
+    # The hooks are the functions themselves, not methods calling them: a call less for
+    # every event.
+    _event_id = staticmethod(_fast_id)
 
     def _source(
         self, native_type: str | None, native_id: str | None = None, model: str | None = None
@@ -181,6 +177,8 @@ class CodexCore(Adapter):
             native_id=native_id,
             model=model or self.model,
         )
+
+    _event_source = _source
 
     def unknown(self, native_type: str | None, payload: Any, reason: str) -> NativeUnknownEvent:
         """What :meth:`Adapter.unknown` builds, built directly.
@@ -219,16 +217,20 @@ class CodexCore(Adapter):
         """JSON-lines input (``bytes`` cut anywhere, a ``str`` line, a decoded ``dict``)
         into ``out``; False when ``native`` is none of these."""
         if isinstance(native, bytes | bytearray | memoryview):
-            for raw in self._lines(bytes(native)):
-                self._raw_line(raw, out)
+            self._raw_lines(self._complete_lines(bytes(native)), out)
         elif isinstance(native, str):
-            for raw in self._lines(native.encode() + (b"" if native.endswith("\n") else b"\n")):
-                self._raw_line(raw, out)
+            line = native.encode() + (b"" if native.endswith("\n") else b"\n")
+            self._raw_lines(self._complete_lines(line), out)
         elif isinstance(native, Mapping):
             self._line(native, out)
         else:
             return False
         return True
+
+    def _raw_lines(self, complete: bytes, out: list[Event]) -> None:
+        """Complete JSON lines (each ending with a newline), one by one."""
+        for raw in split_lines(complete):
+            self._raw_line(raw, out)
 
     def _raw_line(self, raw: bytes, out: list[Event], problem: str = "malformed JSON line") -> None:
         """One complete JSON line (``problem`` names what a line that does not decode is)."""
@@ -270,7 +272,8 @@ class CodexCore(Adapter):
         duration_ms: int | None = None,
     ) -> None:
         """Flush the message (``partial`` unless completed) and write ``turn/end``."""
-        self._release_results(out)
+        if self._pending_results:
+            self._release_results(out)
         if status == "completed":
             self._flush(out, native_type)
         else:
@@ -339,7 +342,10 @@ class CodexCore(Adapter):
             self._open_items.clear()
         if not self._parts:
             return
-        parts = [self._with_model(self._with_raw(part)) for part in self._parts]
+        parts = self._parts
+        if self._raw_items:  # only with raw events: spares a call per part without them
+            parts = [self._with_raw(part) for part in parts]
+        parts = [self._with_model(part) for part in parts]
         message_id = next((p.item_id for p in parts if isinstance(p, TextPart) and p.item_id), None)
         out.append(
             self.make(

@@ -17,12 +17,15 @@ structs are freed as soon as it is handled, so the collector need not count them
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, Union, get_args
 
 import msgspec
 
 __all__ = [
+    "UNMODELLED_LINES",
+    "UNMODELLED_METHODS",
     "AgentMessageDelta",
+    "AnyLine",
     "AgentMessageItem",
     "CommandExecutionItem",
     "CommandOutputDelta",
@@ -52,8 +55,10 @@ __all__ = [
     "TurnParams",
     "TurnStarted",
     "TypedLine",
+    "UnmodelledLine",
     "UserMessageItem",
     "decode_typed_line",
+    "decode_typed_lines",
 ]
 
 
@@ -246,21 +251,142 @@ TypedLine = (
 )
 """A notification line of one of the methods decoded here."""
 
-_decoder: msgspec.json.Decoder[TypedLine] = msgspec.json.Decoder(TypedLine)
+
+class UnmodelledLine(_Line[dict[str, Any]]):
+    """A notification of a method the adapter keeps whole, as ``native/unknown`` (thread
+    status, rate limits, ...): a fifth of a stream's lines. Decoding them here spares each
+    a failed typed decode and a second, general one; one subclass per method
+    (:data:`UNMODELLED_METHODS`). Params of another shape (not an object) fail here and
+    go down the general path, as before."""
+
+
+UNMODELLED_METHODS = (
+    "account/gatewayOAuth/changed",
+    "account/login/completed",
+    "account/rateLimits/updated",
+    "account/updated",
+    "app/list/updated",
+    "autoApprovalReview/strictReviewRequired",
+    "command/exec/outputDelta",
+    "configWarning",
+    "deprecationNotice",
+    "externalAgentConfig/import/completed",
+    "externalAgentConfig/import/progress",
+    "fs/changed",
+    "fuzzyFileSearch/sessionCompleted",
+    "fuzzyFileSearch/sessionUpdated",
+    "guardianWarning",
+    "hook/completed",
+    "hook/started",
+    "item/autoApprovalReview/completed",
+    "item/autoApprovalReview/started",
+    "item/commandExecution/terminalInteraction",
+    "item/fileChange/patchUpdated",
+    "item/mcpToolCall/progress",
+    "item/plan/delta",
+    "mcpServer/event/stream/notification",
+    "mcpServer/oauthLogin/completed",
+    "mcpServer/startupStatus/updated",
+    "model/rerouted",
+    "model/safetyBuffering/updated",
+    "model/verification",
+    "modelProvider/authRecoveryCompleted",
+    "modelProvider/authRecoveryStarted",
+    "process/exited",
+    "process/outputDelta",
+    "project/changed",
+    "remoteControl/status/changed",
+    "serverRequest/resolved",
+    "skills/changed",
+    "thread/archived",
+    "thread/attachment/updated",
+    "thread/closed",
+    "thread/compacted",
+    "thread/deleted",
+    "thread/environment/connected",
+    "thread/environment/disconnected",
+    "thread/goal/cleared",
+    "thread/goal/updated",
+    "thread/name/updated",
+    "thread/prediction/updated",
+    "thread/project/updated",
+    "thread/queue/changed",
+    "thread/readState/changed",
+    "thread/realtime/closed",
+    "thread/realtime/error",
+    "thread/realtime/item/completed",
+    "thread/realtime/item/started",
+    "thread/realtime/item/transcript/delta",
+    "thread/realtime/itemAdded",
+    "thread/realtime/outputAudio/delta",
+    "thread/realtime/sdp",
+    "thread/realtime/started",
+    "thread/realtime/transcript/delta",
+    "thread/realtime/transcript/done",
+    "thread/reverted",
+    "thread/settings/updated",
+    "thread/status/changed",
+    "thread/unarchived",
+    "turn/diff/updated",
+    "turn/moderationMetadata",
+    "warning",
+    "windows/worldWritableWarning",
+    "windowsSandbox/setupCompleted",
+)
+"""The app-server v2 notification methods (the ``openai_codex`` SDK's registry) the adapter
+does not model: neither a typed line here nor a dict handler of its own."""
+
+
+def _unmodelled_line(method: str) -> type[UnmodelledLine]:
+    line: type[UnmodelledLine] = msgspec.defstruct(
+        f"Unmodelled_{method.replace('/', '_')}",
+        [],
+        bases=(UnmodelledLine,),
+        tag=method,
+        namespace={"METHOD": method},
+    )  # type: ignore[assignment]  # defstruct is typed as returning type[Struct]
+    return line
+
+
+UNMODELLED_LINES = tuple(_unmodelled_line(method) for method in UNMODELLED_METHODS)
+"""One line struct per method of :data:`UNMODELLED_METHODS`."""
+
+AnyLine = TypedLine | UnmodelledLine
+"""What the decoder gives: a typed line or one kept whole."""
+
+_decoder: msgspec.json.Decoder[AnyLine] = msgspec.json.Decoder(
+    Union[(*get_args(TypedLine), *UNMODELLED_LINES)]  # built at run time: both tuples
+)
 _WIRE_HEAD = b'{"method":"'
 
 
-def decode_typed_line(raw: bytes) -> TypedLine | None:
+def decode_typed_line(raw: bytes) -> AnyLine | None:
     """``raw`` as a typed line, or None when it is not one (general path).
 
-    A line of another method (thread status, rate limits, ...) fails at its tag: on the
-    wire the method is the first key, so that costs less than looking at the method
-    first would cost every line. Lines without a ``"method"`` key at all (exec lines,
-    JSON-RPC responses) are not tried.
+    A line of another method (one not listed, or a JSON-RPC response) fails at its tag:
+    on the wire the method is the first key, so that costs less than looking at the
+    method first would cost every line. Lines without a ``"method"`` key at all (exec
+    lines) are not tried.
     """
     if not raw.startswith(_WIRE_HEAD) and b'"method"' not in raw:
         return None
     try:
         return _decoder.decode(raw)
     except msgspec.DecodeError:  # another method or item type, a field of another type
+        return None
+
+
+def decode_typed_lines(raws: list[bytes]) -> list[AnyLine] | None:
+    """Every line of ``raws`` as a typed line, or None unless every line is one.
+
+    The lines of a chunk are decoded in one comprehension, without a call per line: a
+    stream's lines are nearly all typed ones (a chunk with another line, an exec line or
+    a blank one goes line by line). ``decode_lines`` over the whole chunk would cost
+    less, but reads it as a stream of JSON values (two on a line, one across lines): not
+    line by line.
+    """
+    decode = _decoder.decode
+    try:
+        return [decode(raw) for raw in raws]
+    except msgspec.DecodeError:  # a line of another method, item type or shape
         return None

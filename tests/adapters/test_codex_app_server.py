@@ -7,7 +7,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from openai_codex.generated.notification_registry import NOTIFICATION_MODELS
@@ -291,3 +291,65 @@ def test_a_bare_pydantic_payload_is_recognised_by_its_class() -> None:
         "msg_1",
         "hi",
     )
+
+
+# ---------------------------------------------------------------- the typed fast path
+
+
+def test_unmodelled_methods_are_the_sdks_that_nothing_else_handles() -> None:
+    """The methods kept whole on the fast path are real notifications (the SDK's
+    registry) and none of them has a handler of its own."""
+    from adapters.codex._app_server import _HANDLERS
+    from adapters.codex._wire import UNMODELLED_METHODS, TypedLine
+
+    typed = {line.METHOD for line in get_args(TypedLine)}
+    assert set(UNMODELLED_METHODS) <= set(NOTIFICATION_MODELS)
+    assert not set(UNMODELLED_METHODS) & (set(_HANDLERS) | typed)
+
+
+def _mixed_stream() -> list[dict[str, Any]]:
+    """Typed, unmodelled and general lines interleaved, with shapes the fast path does
+    not take (params not an object, no params, a JSON-RPC response, an exec line)."""
+    wire = (APP / "xs01_tool" / "wire" / "server_to_client.jsonl").read_text().splitlines()
+    lines: list[dict[str, Any]] = [json.loads(line) for line in wire]
+    lines[3:3] = [
+        {"method": "thread/status/changed", "params": ["not", "an", "object"]},
+        {"method": "account/rateLimits/updated"},
+        {"id": 7, "result": {"ok": True}},
+        {"type": "turn.started"},
+        {"method": "warning", "params": {"message": "slow"}},
+    ]
+    return lines
+
+
+def test_bytes_whole_cut_and_dicts_give_the_same_events() -> None:
+    lines = _mixed_stream()
+    data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    whole = normalise(data)
+    adapter = CodexAdapter()
+    cut = [e for start in range(0, len(data), 97) for e in adapter.feed(data[start : start + 97])]
+    cut += adapter.close()
+    adapter = CodexAdapter()
+    one_by_one = [e for line in lines for e in adapter.feed(line)] + adapter.close()
+    # A line fed as a dict opens no turn for a delta (bytes do, for a stream joined late);
+    # this stream starts its turn first, so all three agree.
+
+    def shape(events: list[Event]) -> list[dict[str, Any]]:
+        generated: dict[str, str] = {}  # turn ids the adapter made up, by first use
+        out = []
+        for event in events:
+            fields = comparable(event)
+            turn_id = fields.get("turn_id")
+            if isinstance(turn_id, str) and turn_id.startswith("turn_"):
+                fields["turn_id"] = generated.setdefault(turn_id, f"generated {len(generated)}")
+            out.append(fields)
+        return out
+
+    assert shape(whole) == shape(cut) == shape(one_by_one)
+    unknown = [(e.native_type, e.payload) for e in of(whole, NativeUnknownEvent)]
+    assert ("warning", {"message": "slow"}) in unknown
+    assert ("account/rateLimits/updated", {}) in unknown
+    # params not an object: read as the dict path reads such a line
+    assert ("thread/status/changed", {}) in unknown
+    assert ("response", {"id": 7, "result": {"ok": True}}) in unknown
+    assert of(whole, AssistantMessageEvent)
