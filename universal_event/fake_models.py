@@ -18,7 +18,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -31,6 +31,7 @@ __all__ = [
     "Reply",
     "ShellCall",
     "Stall",
+    "anthropic_blocks",
     "demo_responder",
 ]
 
@@ -515,6 +516,31 @@ def _chat_events(reply: Reply, model: str, tool_name: str) -> Iterator[dict[str,
     yield {**base, "choices": [], "usage": _usage("chat")}
 
 
+def anthropic_blocks(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The content blocks a streamed Anthropic message's events add up to (text, thinking
+    and its signature, tool input from its JSON fragments)."""
+    content: list[dict[str, Any]] = []
+    arguments: dict[int, str] = {}
+    for event in events:
+        if event["type"] == "content_block_start":
+            content.append(dict(event["content_block"]))
+        elif event["type"] == "content_block_delta":
+            block, delta = content[event["index"]], event["delta"]
+            if delta["type"] == "thinking_delta":
+                block["thinking"] += delta["thinking"]
+            elif delta["type"] == "signature_delta":
+                block["signature"] = delta["signature"]
+            elif delta["type"] == "text_delta":
+                block["text"] += delta["text"]
+            elif delta["type"] == "input_json_delta":
+                arguments[event["index"]] = (
+                    arguments.get(event["index"], "") + delta["partial_json"]
+                )
+    for index, text in arguments.items():
+        content[index]["input"] = json.loads(text or "{}")
+    return content
+
+
 def _whole_response(api: str, reply: Reply, model: str, tool_name: str) -> dict[str, Any]:
     """The non-streamed body: the last state of the streamed one."""
     events = list(_sse_events(api, reply, model, tool_name))
@@ -523,24 +549,7 @@ def _whole_response(api: str, reply: Reply, model: str, tool_name: str) -> dict[
         return completed
     if api == "anthropic":
         message: dict[str, Any] = dict(events[0]["message"])
-        content: list[dict[str, Any]] = []
-        for event in events:
-            if event["type"] == "content_block_start":
-                content.append(dict(event["content_block"]))
-            elif event["type"] == "content_block_delta":
-                block, delta = content[event["index"]], event["delta"]
-                if delta["type"] == "thinking_delta":
-                    block["thinking"] += delta["thinking"]
-                elif delta["type"] == "signature_delta":
-                    block["signature"] = delta["signature"]
-                elif delta["type"] == "text_delta":
-                    block["text"] += delta["text"]
-                else:
-                    block.setdefault("_json", "")
-                    block["_json"] += delta["partial_json"]
-        for block in content:
-            if "_json" in block:
-                block["input"] = json.loads(block.pop("_json") or "{}")
+        content = anthropic_blocks(events)
         message.update(content=content, stop_reason=events[-2]["delta"]["stop_reason"])
         message["usage"] = _usage("anthropic")
         return message

@@ -30,7 +30,7 @@ from universal_event.events import (
     Event,
     ToolResultEvent,
 )
-from universal_event.fake_models import RecordedRequest
+from universal_event.fake_models import RecordedRequest, anthropic_blocks
 from universal_event.handoff import RuntimePlaces, make_runner
 from universal_event.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from universal_event.parts import TextPart, ThinkingPart, ToolCallPart
@@ -102,30 +102,8 @@ def validate_responses_input(items: list[dict[str, Any]]) -> None:
 
 def anthropic_sent_blocks(request: RecordedRequest) -> tuple[str, list[dict[str, Any]]]:
     """(message id, content blocks) of the streamed Anthropic message the server sent."""
-    message_id = ""
-    blocks: list[dict[str, Any]] = []
-    arguments: dict[int, str] = {}
-    for event in request.sent:
-        kind = event.get("type")
-        if kind == "message_start":
-            message_id = event["message"]["id"]
-        elif kind == "content_block_start":
-            blocks.append(dict(event["content_block"]))
-        elif kind == "content_block_delta":
-            block, delta = blocks[event["index"]], event["delta"]
-            if delta["type"] == "thinking_delta":
-                block["thinking"] += delta["thinking"]
-            elif delta["type"] == "signature_delta":
-                block["signature"] = delta["signature"]
-            elif delta["type"] == "text_delta":
-                block["text"] += delta["text"]
-            elif delta["type"] == "input_json_delta":
-                arguments[event["index"]] = (
-                    arguments.get(event["index"], "") + delta["partial_json"]
-                )
-    for index, text in arguments.items():
-        blocks[index]["input"] = json.loads(text or "{}")
-    return message_id, blocks
+    start = next(event for event in request.sent if event.get("type") == "message_start")
+    return start["message"]["id"], anthropic_blocks(request.sent)
 
 
 def responses_sent_items(request: RecordedRequest) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
 from typing import Any, NoReturn, Protocol, runtime_checkable
+from urllib.parse import unquote, urlsplit
 
 import msgspec
 
@@ -32,7 +33,6 @@ __all__ = [
     "DECODE_BATCH",
     "READ_PAGE_SIZE",
     "Batches",
-    "EventRow",
     "SessionInfo",
     "Store",
     "TailByPolling",
@@ -44,7 +44,7 @@ __all__ = [
     "decode_stored",
     "encode_for",
     "encode_row_values",
-    "encode_rows",
+    "local_path",
     "event_type",
     "page_through",
     "poll_tail",
@@ -57,9 +57,6 @@ _event_decoder: msgspec.json.Decoder[Event] = msgspec.json.Decoder(Event)
 _page_decoder: msgspec.json.Decoder[list[Event]] = msgspec.json.Decoder(list[Event])
 """A whole page of stored payloads joined into one JSON array, in one call."""
 _row_encoder = msgspec.json.Encoder()
-
-EventRow = tuple[str, int, str, float, bytes]
-"""``(session_id, seq, type, ts, payload)``: one event as the SQL backends store it."""
 
 NO_END = 2**63 - 1
 """The bound of a read without an end: beyond any seq (and within a signed 64-bit int)."""
@@ -153,31 +150,13 @@ def _name_the_culprit(session_id: str, events: Sequence[EventBase], expected_seq
     raise ValueError(f"session {session_id!r}: batch is not contiguous from {expected_seq}")
 
 
-def encode_rows(session_id: str, events: Sequence[EventBase], expected_seq: int) -> list[EventRow]:
-    """The stored rows of a batch, checked as :func:`check_batch` checks it, in one pass.
+def encode_row_values(session_id: str, events: Sequence[EventBase], expected_seq: int) -> list[Any]:
+    """The stored rows of a batch, flattened: five values per event
+    (``session_id, seq, type, ts, payload``), in one list.
 
     Appends are measured against a driver given already-encoded rows, so this loop is
     the store's whole per-event Python cost: one encoder call, one dict lookup for the
-    tag, and the seq/session check folded in.
-    """
-    rows: list[EventRow] = []
-    add = rows.append
-    encode_event = _row_encoder.encode
-    seq = expected_seq
-    for event in events:
-        if event.seq != seq or event.session_id != session_id:
-            _name_the_culprit(session_id, events, expected_seq)  # raises
-        kind = type(event)
-        tag = _TAGS.get(kind) or _remember_tag(kind)
-        add((session_id, seq, tag, event.ts, encode_event(event)))
-        seq += 1
-    return rows
-
-
-def encode_row_values(session_id: str, events: Sequence[EventBase], expected_seq: int) -> list[Any]:
-    """:func:`encode_rows` flattened: five values per event, in one list.
-
-    What a multi-row ``INSERT ... VALUES (?, ?, ?, ?, ?), (...)`` binds: the driver
+    tag. What a multi-row ``INSERT ... VALUES (?, ?, ?, ?, ?), (...)`` binds: the driver
     steps one statement per chunk of rows instead of one per row, and no row tuple
     outlives the loop. Checked as :func:`check_batch` checks, in the same single pass.
     """
@@ -449,3 +428,21 @@ def session_info_of(row: Sequence[Any]) -> SessionInfo:
         parent_id=parent_id,
         fork_seq=fork_seq,
     )
+
+
+def local_path(url: str, scheme: str, what: str, *, special: tuple[str, ...] = ()) -> str:
+    """The path a file store's ``scheme:///path`` URL names (``what``: a file, a directory).
+
+    ``scheme:///abs/path`` is absolute; ``scheme:///./rel`` and ``scheme:///../rel`` (and
+    ``/.``, ``/..``) are relative to the working directory, as are the ``special`` names
+    (``/:memory:``).
+    """
+    parts = urlsplit(url)
+    if parts.scheme != scheme:
+        raise ValueError(f"not a {scheme} URL: {url!r}")
+    path = unquote(parts.path)
+    if path.startswith(("/./", "/../")) or path in ("/.", "/..", *special):
+        path = path[1:]
+    if not path:
+        raise ValueError(f"{scheme} URL {url!r} names no {what}")
+    return path

@@ -39,7 +39,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote
 
 import msgspec
 
@@ -54,6 +54,7 @@ from universal_event.stores._base import (
     decode_page,
     decode_stored,
     encode_for,
+    local_path,
     runtime_of,
 )
 
@@ -133,15 +134,7 @@ class JsonlStore(TailByPolling):
     @staticmethod
     def path_of(url: str) -> str:
         """The directory a ``jsonl:`` URL names."""
-        parts = urlsplit(url)
-        if parts.scheme != "jsonl":
-            raise ValueError(f"not a jsonl URL: {url!r}")
-        path = unquote(parts.path)
-        if path.startswith("/./") or path.startswith("/../") or path in ("/.", "/.."):
-            path = path[1:]
-        if not path:
-            raise ValueError(f"jsonl URL {url!r} names no directory")
-        return path
+        return local_path(url, "jsonl", "directory")
 
     def _path(self, session_id: str) -> Path:
         """The session's file; remembered, as quoting and joining cost an append ~3 µs."""

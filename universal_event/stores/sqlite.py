@@ -36,7 +36,6 @@ from collections.abc import Iterator, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import unquote, urlsplit
 
 from universal_event.errors import (
     ConflictError,
@@ -57,6 +56,7 @@ from universal_event.stores._base import (
     encode_for,
     encode_row_values,
     event_type,
+    local_path,
     page_through,
     runtime_of,
     session_info_of,
@@ -199,15 +199,7 @@ class SqliteStore(TailByPolling):
     @staticmethod
     def path_of(url: str) -> str:
         """The database file a ``sqlite:`` URL names (``:memory:`` for none)."""
-        parts = urlsplit(url)
-        if parts.scheme != "sqlite":
-            raise ValueError(f"not a sqlite URL: {url!r}")
-        path = unquote(parts.path)
-        if path.startswith("/./") or path.startswith("/../") or path == "/:memory:":
-            path = path[1:]
-        if not path:
-            raise ValueError(f"sqlite URL {url!r} names no file")
-        return path
+        return local_path(url, "sqlite", "file", special=("/:memory:",))
 
     # ------------------------------------------------------------------ schema
 
