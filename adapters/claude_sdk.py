@@ -58,6 +58,7 @@ from typing import Any, ClassVar
 
 from adapters._base import Adapter, new_id
 from adapters._usage import anthropic_usage
+from adapters.anthropic._request import user_part
 from adapters.anthropic._stream import AnthropicAdapter, assistant_parts
 from universal_event.events import (
     AssistantMessageEvent,
@@ -77,7 +78,7 @@ from universal_event.events import (
     TurnStatus,
     UserMessageEvent,
 )
-from universal_event.parts import ImagePart, Provenance, ResultPart, TextPart, UserPart
+from universal_event.parts import Provenance, ResultPart, TextPart, UserPart
 
 __all__ = ["ClaudeCodeAdapter", "ClaudeTranscriptAdapter", "sdk_message_to_line"]
 
@@ -644,38 +645,27 @@ class ClaudeTranscriptAdapter(ClaudeCodeAdapter):
 
 
 def _result_parts(content: Any) -> list[ResultPart]:
-    """A ``tool_result`` block's content (a string or text/image blocks) as parts."""
+    """A ``tool_result`` block's content (a string or content blocks) as parts."""
     if content is None:
         return []
     if isinstance(content, str):
         return [TextPart(text=content)]
-    parts: list[ResultPart] = []
-    for block in content:
-        parts.extend(_user_parts([block]))
-    return parts
+    return _user_parts(content)
 
 
 def _user_parts(blocks: list[dict[str, Any]]) -> list[UserPart]:
+    """Content blocks as parts (the Anthropic API's blocks: :func:`user_part`)."""
     parts: list[UserPart] = []
     for block in blocks:
-        kind = block.get("type")
-        cache = block.get("cache_control")
-        if kind == "text":
-            parts.append(TextPart(text=str(block.get("text", "")), cache_control=cache))
-        elif kind == "image":
-            source = block.get("source") or {}
-            parts.append(
-                ImagePart(
-                    data=source.get("data"),
-                    url=source.get("url"),
-                    media_type=source.get("media_type"),
-                    cache_control=cache,
-                )
-            )
-        else:
-            # A block type with no neutral part (document, search result): kept as JSON
-            # text so the content is not lost.
-            parts.append(TextPart(text=json.dumps(block, ensure_ascii=False)))
+        try:
+            part = user_part(block)
+        except (KeyError, TypeError):  # a block of a known type but another shape
+            part = None
+        # A block type with no neutral part (search result, ...) or of another shape:
+        # kept as JSON text so the content is not lost.
+        parts.append(
+            part if part is not None else TextPart(text=json.dumps(block, ensure_ascii=False))
+        )
     return parts
 
 

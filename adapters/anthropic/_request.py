@@ -72,7 +72,7 @@ from universal_event.parts import (
     UserPart,
 )
 
-__all__ = ["parse_request", "render_request"]
+__all__ = ["parse_request", "render_request", "user_part"]
 
 PROVIDER = "anthropic"
 API = "messages"
@@ -497,7 +497,7 @@ def _parse_user(blocks: list[dict[str, Any]], index: int) -> list[Event]:
                 )
             )
             continue
-        part = _parse_user_part(block)
+        part = user_part(block)
         if part is None:
             events.append(_unknown(block, index, "user content block"))
         else:
@@ -514,7 +514,7 @@ def _parse_result_content(content: Any, index: int, events: list[Event]) -> list
         return [TextPart(text=content)]
     parts: list[ResultPart] = []
     for block in content:
-        part = _parse_user_part(block)
+        part = user_part(block)
         if part is None:
             events.append(_unknown(block, index, "tool_result content block"))
         else:
@@ -522,7 +522,9 @@ def _parse_result_content(content: Any, index: int, events: list[Event]) -> list
     return parts
 
 
-def _parse_user_part(block: dict[str, Any]) -> UserPart | None:
+def user_part(block: dict[str, Any]) -> UserPart | None:
+    """An Anthropic user / tool-result content block (text, image, document) as a part;
+    None for another block type. Claude Code's messages carry the same blocks."""
     kind = block.get("type")
     cache = block.get("cache_control")
     if kind == "text":
