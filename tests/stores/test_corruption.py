@@ -178,6 +178,26 @@ def test_sqlite_row_missing_at_the_end_of_a_page(tmp_path: Path) -> None:
     )
 
 
+def test_sqlite_rows_missing_from_the_end(tmp_path: Path) -> None:
+    """Rows lost from the end of a session are not taken for a shorter session: the
+    session row still counts them (a whole page gone, or every row)."""
+    path = tmp_path / "x.db"
+    store = SqliteStore(path)
+    _fill(store, "cut", "emptied", "good")
+    _fill(store, "long", count=DECODE_BATCH + 10)
+    with sqlite3.connect(path) as raw:
+        raw.execute("DELETE FROM events WHERE session_id = 'cut' AND seq >= 4")
+        raw.execute("DELETE FROM events WHERE session_id = 'emptied'")
+        raw.execute("DELETE FROM events WHERE session_id = 'long' AND seq >= ?", (DECODE_BATCH,))
+    assert _read_fails_at(store, "cut", 4) == [0, 1, 2, 3]
+    assert _read_fails_at(store, "emptied", 0) == []
+    assert _read_fails_at(store, "long", DECODE_BATCH) == list(range(DECODE_BATCH))
+    assert [e.seq for e in store.read("cut", 1, 4)] == [1, 2, 3]  # the hole is beyond the end
+    with pytest.raises(CorruptEventError, match="seq 4: corrupt event: row missing"):
+        store.fork("cut", "copy", upto_seq=5)
+    assert [e.seq for e in store.read("good")] == list(range(6))
+
+
 def test_sqlite_truncated_file(tmp_path: Path) -> None:
     """A database file cut short is refused with a typed error, not a crash."""
     path = tmp_path / "x.db"
@@ -241,6 +261,32 @@ def test_postgres_row_missing_at_the_end_of_a_page(
     assert _read_fails_at(store, "first", READ_PAGE_SIZE - 1) == list(range(READ_PAGE_SIZE - 1))
     later = 2 * READ_PAGE_SIZE - 1
     assert _read_fails_at(store, "later", later) == list(range(later))
+    store.close()
+
+
+def test_postgres_rows_missing_from_the_end(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """Rows lost from the end of a session are not taken for a shorter session: on the
+    first page, on a page read ahead on the pipelined connection, every row gone."""
+    import psycopg
+
+    from .conftest import POSTGRES_URL
+
+    store = make_kit("postgresql", request, tmp_path).make()
+    schema = store.schema  # type: ignore[attr-defined]
+    _fill(store, "cut", "emptied", "good")
+    _fill(store, "long", count=2 * READ_PAGE_SIZE + 5)
+    delete = f'DELETE FROM "{schema}".events WHERE session_id = %s AND seq >= %s'
+    with psycopg.connect(POSTGRES_URL) as raw:
+        raw.execute(delete, ("cut", 4))
+        raw.execute(delete, ("emptied", 0))
+        raw.execute(delete, ("long", READ_PAGE_SIZE + 7))
+    assert _read_fails_at(store, "cut", 4) == [0, 1, 2, 3]
+    assert _read_fails_at(store, "emptied", 0) == []
+    assert _read_fails_at(store, "long", READ_PAGE_SIZE + 7) == list(range(READ_PAGE_SIZE + 7))
+    assert [e.seq for e in store.read("cut", 1, 4)] == [1, 2, 3]
+    with pytest.raises(CorruptEventError, match="row missing"):
+        store.fork("cut", "copy", upto_seq=5)
+    assert [e.seq for e in store.read("good")] == list(range(6))
     store.close()
 
 

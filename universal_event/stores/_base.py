@@ -37,6 +37,7 @@ __all__ = [
     "Store",
     "TailByPolling",
     "check_batch",
+    "check_read_end",
     "decode_batches",
     "decode_fetched",
     "decode_page",
@@ -389,7 +390,7 @@ def page_through(
     """Stream ``start <= seq < end`` in pages of ``page_size`` rows (bounded memory).
 
     ``read_page(first, stop)`` returns how many rows the page holds and its events in
-    batches; a short page is the end of the session. Lazy: nothing is read before the
+    batches; a short page (or an empty one) is the end of the session. Lazy: nothing is read before the
     first event is asked for.
     """
     return chain.from_iterable(_pages(start, end, read_page, page_size))
@@ -407,12 +408,32 @@ def _pages(
         if end is not None:
             page_end = min(end, page_end)
         found, batches = read_page(position, page_end)
-        if not found:
-            return
         yield from batches
         if found < page_end - position:
             return
         position = page_end
+
+
+def check_read_end(
+    session_id: str, reached: int, bound: int, event_count: int | None, top_seq: int | None
+) -> None:
+    """A read ended at seq ``reached`` (below its ``bound``): raise if rows the session row
+    counts are missing there (deleted or lost from the end of the session).
+
+    ``event_count`` (the session row's) and ``top_seq`` (the highest stored seq) come from
+    one statement, so one snapshot: rows appended since the read's last page count in
+    both and are not mistaken for missing ones.
+    """
+    if event_count is None:
+        return
+    first_missing = max(reached, -1 if top_seq is None else top_seq + 1)
+    if first_missing < min(event_count, bound):
+        raise CorruptEventError(
+            session_id,
+            first_missing,
+            f"row missing: the session has {event_count} events, "
+            f"the last stored row is seq {top_seq}",
+        )
 
 
 def session_info_of(row: Sequence[Any]) -> SessionInfo:

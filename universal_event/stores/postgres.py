@@ -55,6 +55,7 @@ from universal_event.stores._base import (
     Batches,
     SessionInfo,
     check_batch,
+    check_read_end,
     decode_batches,
     decode_rows,
     encode_for,
@@ -391,9 +392,12 @@ class PostgresStore:
         if stop <= start:
             return
         bound = NO_END if end is None else end
-        payloads = self._fetch_page(session_id, start, stop, bound)
+        payloads, (event_count, top_seq) = self._fetch_page(session_id, start, stop, bound)
         yield from self._decode_payloads(session_id, start, payloads, bound)
-        if len(payloads) < stop - start or stop == end:
+        if len(payloads) < stop - start:
+            check_read_end(session_id, start + len(payloads), bound, event_count, top_seq)
+            return
+        if stop == end:
             return
         # The connection is held while the reader iterates (the next page is in flight
         # on it); closing or dropping the iterator gives it back.
@@ -408,7 +412,10 @@ class PostgresStore:
                 if full and following > stop:
                     pending = self._send_page(conn, session_id, stop, following, bound)
                 yield from self._decode_payloads(session_id, first, payloads, bound)
-                if not full or following <= stop:
+                if not full:
+                    self._check_end(conn, session_id, first + len(payloads), bound)
+                    return
+                if following <= stop:
                     return
                 first, stop = stop, following
 
@@ -425,15 +432,35 @@ class PostgresStore:
         cur.execute(self._sql.read_payloads, (session_id, start, bound, stop - start))
         return cur
 
-    def _fetch_page(self, session_id: str, start: int, stop: int, bound: int) -> list[tuple[bytes]]:
-        with self._pool.connection() as conn:
-            return self._fetch_payloads(conn, session_id, start, stop, bound)
+    def _fetch_page(
+        self, session_id: str, start: int, stop: int, bound: int
+    ) -> tuple[list[tuple[bytes]], tuple[int | None, int | None]]:
+        """The first page, and where the session ends (for a short page,
+        :func:`check_read_end`): two queries, one round trip."""
+        with self._pool.connection() as conn, conn.pipeline():
+            page = self._send_page(conn, session_id, start, stop, bound)
+            end = conn.execute(self._sql.read_end, (session_id, session_id))
+            with page:
+                payloads: list[tuple[bytes]] = page.fetchall()
+            row = end.fetchone()
+        return payloads, (row[0], row[1]) if row else (None, None)
+
+    def _check_end(
+        self, conn: psycopg.Connection[Any], session_id: str, reached: int, bound: int
+    ) -> None:
+        """A page came back short: the session ends there, unless rows are missing."""
+        if reached < bound:
+            row = conn.execute(self._sql.read_end, (session_id, session_id)).fetchone()
+            check_read_end(session_id, reached, bound, *(row or (None, None)))
 
     def _read_page(
         self, conn: psycopg.Connection[Any], session_id: str, start: int, end: int
     ) -> list[Event]:
         payloads = self._fetch_payloads(conn, session_id, start, end, end)
-        return list(chain.from_iterable(self._decode_payloads(session_id, start, payloads, end)))
+        events = list(chain.from_iterable(self._decode_payloads(session_id, start, payloads, end)))
+        if len(payloads) < end - start:
+            self._check_end(conn, session_id, start + len(payloads), end)
+        return events
 
     def _decode_payloads(
         self, session_id: str, start: int, payloads: Sequence[tuple[bytes]], bound: int
@@ -593,6 +620,11 @@ class _Statements:
         )
         self.read_payloads = f"SELECT payload {page}"
         self.read_rows = f"SELECT seq, payload {page}"
+        self.read_end = (
+            f"SELECT (SELECT event_count FROM {sessions} WHERE session_id = %s), "
+            f"(SELECT max(seq) FROM {events} WHERE session_id = %s)"
+        )
+        """Where a session ends, in one snapshot: its row's count, its highest stored seq."""
         self.list_sessions = (
             f"SELECT {columns} FROM {sessions} WHERE event_count > 0 ORDER BY session_id"
         )

@@ -51,6 +51,7 @@ from universal_event.stores._base import (
     Batches,
     SessionInfo,
     TailByPolling,
+    check_read_end,
     decode_fetched,
     decode_page,
     encode_for,
@@ -155,6 +156,11 @@ SQLite does not promise ``group_concat``'s order; it follows the primary-key sca
 :func:`~universal_event.stores._base.decode_page` checks every seq, so another order
 would only send the page down the row-by-row path."""
 _READ_PAGE_ROWS = f"SELECT seq, payload {_PAGE}"
+_READ_END = (
+    "SELECT (SELECT event_count FROM sessions WHERE session_id = ?), "
+    "(SELECT max(seq) FROM events WHERE session_id = ?)"
+)
+"""Where a session ends, in one snapshot: its row's count and its highest stored seq."""
 
 
 class SqliteStore(TailByPolling):
@@ -340,13 +346,32 @@ class SqliteStore(TailByPolling):
             except sqlite3.DatabaseError:
                 count = top = joined = None
         if count == 0:
-            return 0, iter(())
+            return 0, self._end_of_rows(session_id, start, bound, iter(()))
         if joined is not None and top == start + count - 1:
             events = decode_page(session_id, start, count, b"".join((b"[", joined, b"]")))
             if events is not None:
+                if count < stop - start:
+                    return count, self._end_of_rows(
+                        session_id, start + count, bound, iter([events])
+                    )
                 return count, iter([events])
         rows = self._fetch_rows(session_id, start, stop, bound)
-        return len(rows), decode_fetched(session_id, start, rows)
+        batches = decode_fetched(session_id, start, rows)
+        if len(rows) < stop - start:
+            batches = self._end_of_rows(session_id, start + len(rows), bound, batches)
+        return len(rows), batches
+
+    def _end_of_rows(self, session_id: str, reached: int, bound: int, batches: Batches) -> Batches:
+        """A short page's events, then the check that the session really ends there (no
+        rows missing from its end): the good events reach the reader first."""
+        yield from batches
+        if reached >= bound:
+            return
+        with self._lock:
+            event_count, top_seq = self._conn.execute(
+                _READ_END, (session_id, session_id)
+            ).fetchone()
+        check_read_end(session_id, reached, bound, event_count, top_seq)
 
     def _fetch_rows(
         self, session_id: str, start: int, stop: int, bound: int
