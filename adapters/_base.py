@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 import uuid
 from abc import ABC, abstractmethod
+from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
 
 import msgspec
@@ -20,7 +21,7 @@ import msgspec
 from universal_event.events import Event, EventBase, NativeUnknownEvent, Source, UserMessageEvent
 from universal_event.parts import TextPart, UserPart
 
-__all__ = ["Adapter", "new_id", "split_lines"]
+__all__ = ["Adapter", "native_time", "new_id", "split_lines"]
 
 EventT = TypeVar("EventT", bound=EventBase)
 
@@ -47,6 +48,20 @@ def split_lines(complete: bytes) -> list[bytes]:
     return [line for line in lines if line and not line.isspace()]
 
 
+def native_time(value: Any) -> float | None:
+    """A native ISO 8601 timestamp (``2026-11-29T06:39:11.817Z``) as Unix seconds; None
+    when absent or unreadable. One without a zone is taken as UTC."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
 def new_id() -> str:
     """A fresh unique event id."""
     return uuid.uuid4().hex
@@ -71,6 +86,10 @@ class Adapter(ABC):
         self.step: int | None = None
         self._line_buffer = bytearray()
         """JSON-lines input after its last newline (the start of a line cut by a chunk)."""
+        self._native_time: float | None = None
+        """When the native item being normalised happened, where it says so: the lines of
+        recorded files (a Codex rollout, a Claude Code transcript) carry a timestamp, and
+        the events made from an imported session keep it as their ``ts`` (else: now)."""
 
     @abstractmethod
     def feed(self, native: Any) -> list[Event]:
@@ -101,7 +120,8 @@ class Adapter(ABC):
 
         Adapters change the envelope through the hooks, not by overriding this:
         :meth:`_envelope_defaults` (more fields), :meth:`_event_id` (another id scheme),
-        :meth:`_event_source` (another ``source``).
+        :meth:`_event_source` (another ``source``); ``ts`` is the native item's time
+        when the adapter knows it (``_native_time``), else now.
         """
         if self._has_envelope_defaults:
             self._envelope_defaults(fields)
@@ -120,7 +140,7 @@ class Adapter(ABC):
         if has_model and "model" not in fields:
             fields["model"] = model
         fields["id"] = self._event_id()
-        fields["ts"] = time.time()
+        fields["ts"] = self._event_ts()
         fields["source"] = self._event_source(native_type, native_id, model)
         # All in one dict: keywords *and* ``**fields`` would be merged into a new one.
         return event_type(**fields)
@@ -132,6 +152,11 @@ class Adapter(ABC):
     def _event_id(self) -> str:
         """Hook: a fresh event id."""
         return new_id()
+
+    def _event_ts(self) -> float:
+        """An event's ``ts``: the native item's own time when known, else now."""
+        native = self._native_time
+        return time.time() if native is None else native
 
     def _event_source(
         self, native_type: str | None, native_id: str | None, model: str | None

@@ -56,7 +56,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from adapters._base import Adapter, new_id
+from adapters._base import Adapter, native_time, new_id
 from adapters._usage import anthropic_usage
 from adapters.anthropic._request import user_part
 from adapters.anthropic._stream import AnthropicAdapter, assistant_parts
@@ -601,6 +601,7 @@ class ClaudeTranscriptAdapter(ClaudeCodeAdapter):
     _tool_result_key = "toolUseResult"
 
     def _on_line(self, line: Mapping[str, Any], out: list[Event]) -> None:
+        self._native_time = native_time(line.get("timestamp"))
         native_session = line.get("sessionId")
         if isinstance(native_session, str) and native_session not in self._native_sessions:
             self._native_sessions.add(native_session)

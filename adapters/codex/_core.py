@@ -27,7 +27,6 @@ mid-stream) are abandoned: the retry starts a new item.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Mapping
 from itertools import count
 from typing import Any, ClassVar, Literal
@@ -191,7 +190,7 @@ class CodexCore(Adapter):
         return NativeUnknownEvent(
             id=_fast_id(),
             session_id=self.session_id,
-            ts=time.time(),
+            ts=self._event_ts(),
             source=self._source(native_type),
             turn_id=self.turn_id,
             step=self.step,
@@ -417,7 +416,7 @@ class CodexCore(Adapter):
             AssistantChunkEvent(
                 id=_fast_id(),
                 session_id=self.session_id,
-                ts=time.time(),
+                ts=self._event_ts(),
                 source=source,
                 turn_id=self.turn_id,
                 message_id=item_id,

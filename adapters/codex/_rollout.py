@@ -39,6 +39,7 @@ from typing import Any
 
 import msgspec
 
+from adapters._base import native_time
 from adapters.codex._core import CodexCore, codex_usage, exact_arguments
 from adapters.openai_responses._items import CLIENT_RESULT_TYPES, item_parts, result_parts
 from universal_event.errors import AdapterError
@@ -113,6 +114,7 @@ class CodexRolloutAdapter(CodexCore):
         return out
 
     def _line(self, line: Mapping[str, Any], out: list[Event]) -> None:
+        self._native_time = native_time(line.get("timestamp"))
         kind = line.get("type")
         payload = line.get("payload")
         if not isinstance(payload, Mapping):

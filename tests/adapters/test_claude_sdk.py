@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from contextlib import redirect_stdout
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -213,6 +215,27 @@ def test_transcript_import() -> None:
     derived = log.derive_messages()
     assert [m.__struct_config__.tag for m in derived][:3] == ["user", "user", "assistant"]
     assert events[-1].__struct_config__.tag == "turn/end"
+
+
+def test_transcript_events_keep_the_time_of_their_line() -> None:
+    """An imported transcript is history: events carry their lines' times (parallel tool
+    results are out of order in the file itself, and stay so), not the import's."""
+    path = TRANSCRIPTS / "session_transcript_init_claude_md.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    moments = {datetime.fromisoformat(json.loads(line)["timestamp"]).timestamp() for line in lines}
+    adapter = ClaudeTranscriptAdapter()
+    for line in lines:
+        moment = datetime.fromisoformat(json.loads(line)["timestamp"]).timestamp()
+        assert all(event.ts == moment for event in adapter.feed(line))
+    closing = adapter.close()
+    assert closing and all(event.ts in moments for event in closing)
+
+
+def test_live_stream_events_are_stamped_on_arrival() -> None:
+    before = time.time()
+    adapter = ClaudeCodeAdapter()
+    events = adapter.feed((CAPTURED / "cli" / "c01_tool" / "stdout.jsonl").read_bytes())
+    assert events and all(before <= event.ts <= time.time() for event in events)
 
 
 @pytest.mark.parametrize(

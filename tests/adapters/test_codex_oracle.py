@@ -23,6 +23,8 @@ conversation.
 from __future__ import annotations
 
 import json
+import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -313,6 +315,27 @@ def test_codex_reasoning_is_replayed_to_the_same_model_only(run: str) -> None:
         (s["id"], s["encrypted_content"]) for s in sent
     ]
     assert _reasoning_items(log.derive_messages(), "gpt-4.1") == []
+
+
+@pytest.mark.parametrize("run", ["exec/x01_tool", "app_server/xs01_tool"])
+def test_rollout_events_keep_the_time_of_their_line(run: str) -> None:
+    """An imported rollout is history: each event carries the time of the line it was
+    made from (the session's own time), not the time of the import; a line without a
+    timestamp falls back to now."""
+    lines = (CAPTURED / run / "rollout.jsonl").read_text().splitlines(keepends=True)
+    adapter = CodexRolloutAdapter()
+    checked = 0
+    for line in lines:
+        moment = datetime.fromisoformat(json.loads(line)["timestamp"]).timestamp()
+        for event in adapter.feed(line):
+            assert event.ts == moment, (type(event).__name__, line[:80])
+            checked += 1
+    assert checked > 5
+    untimed = json.loads(lines[-1])
+    del untimed["timestamp"]
+    before = time.time()
+    events = adapter.feed(json.dumps(untimed)) + adapter.close()
+    assert events and all(before <= event.ts <= time.time() for event in events)
 
 
 def test_rollout_model_from_session_meta_alone() -> None:
