@@ -391,15 +391,11 @@ class AppServerLines(CodexCore):
     # ------------------------------------------------------------ typed lines (fast path)
 
     def _raw_lines(self, complete: bytes, out: list[Event]) -> None:
-        """A chunk of notification lines is decoded at once when every line is a typed
-        one (:func:`._wire.decode_typed_lines`), else line by line."""
+        """A chunk of notification lines is decoded at once (:func:`._wire.decode_typed_lines`);
+        a line that is not a typed one goes down the general dict path."""
         raws = complete.split(b"\n")
         raws.pop()  # after the last newline: b""
-        lines = decode_typed_lines(raws)
-        if lines is None:
-            super()._raw_lines(complete, out)
-        else:
-            self._typed_lines(raws, lines, out)
+        self._typed_lines(raws, decode_typed_lines(raws), out)
 
     def _raw_line(self, raw: bytes, out: list[Event], problem: str = "malformed JSON line") -> None:
         """A common notification line is decoded into its struct (:mod:`._wire`) and
@@ -411,18 +407,23 @@ class AppServerLines(CodexCore):
         else:
             self._typed_lines([raw], [line], out)
 
-    def _typed_lines(self, raws: list[bytes], lines: list[AnyLine], out: list[Event]) -> None:
-        """Handle typed lines (``lines[i]`` decoded from ``raws[i]``); a line without any
-        params goes down the general path, which reads it as it reads such a line."""
+    def _typed_lines(
+        self, raws: list[bytes], lines: list[AnyLine | None], out: list[Event]
+    ) -> None:
+        """Handle lines (``lines[i]`` decoded from ``raws[i]``, None where it is not a
+        typed line); one that is not, or has no params, goes down the general path, which
+        reads it as it reads such a line (a blank line is skipped)."""
         handlers = _TYPED_HANDLERS
         for raw, line in zip(raws, lines, strict=True):
-            params = line.params
-            if params is None:
-                params = line.payload
+            if line is not None:
+                params = line.params
                 if params is None:
-                    super()._raw_line(raw, out)
+                    params = line.payload
+                if params is not None:
+                    handlers[type(line)](self, line.METHOD, params, out)
                     continue
-            handlers[type(line)](self, line.METHOD, params, out)
+            if raw and not raw.isspace():
+                super()._raw_line(raw, out)
 
     def _unmodelled(self, method: str, params: dict[str, Any], out: list[Event]) -> None:
         # ``params`` is freshly decoded: kept as it is (the dict path copies a caller's).

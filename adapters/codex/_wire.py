@@ -17,6 +17,7 @@ structs are freed as soon as it is handled, so the collector need not count them
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Any, ClassVar, Generic, TypeVar, Union, get_args
 
 import msgspec
@@ -376,17 +377,22 @@ def decode_typed_line(raw: bytes) -> AnyLine | None:
         return None
 
 
-def decode_typed_lines(raws: list[bytes]) -> list[AnyLine] | None:
-    """Every line of ``raws`` as a typed line, or None unless every line is one.
+def decode_typed_lines(raws: list[bytes]) -> list[AnyLine | None]:
+    """Each line of ``raws`` as a typed line, or None where it is not one (another
+    method or item type, a JSON-RPC response, an exec line, a blank one).
 
-    The lines of a chunk are decoded in one comprehension, without a call per line: a
-    stream's lines are nearly all typed ones (a chunk with another line, an exec line or
-    a blank one goes line by line). ``decode_lines`` over the whole chunk would cost
-    less, but reads it as a stream of JSON values (two on a line, one across lines): not
-    line by line.
+    The lines are decoded by one ``extend`` over ``map``, without a Python call per
+    line: a stream's lines are nearly all typed ones. When a line fails, the lines before
+    it stay decoded (``extend`` keeps what it appended before the error), that line gets
+    None, and decoding goes on after it: a chunk with a response line in it costs no
+    second pass. ``decode_lines`` over the whole chunk would cost less, but reads it as
+    a stream of JSON values (two on a line, one across lines): not line by line.
     """
     decode = _decoder.decode
-    try:
-        return [decode(raw) for raw in raws]
-    except msgspec.DecodeError:  # a line of another method, item type or shape
-        return None
+    lines: list[AnyLine | None] = []
+    while True:
+        try:
+            lines.extend(map(decode, islice(raws, len(lines), None)))
+            return lines
+        except msgspec.DecodeError:  # a line of another method, item type or shape
+            lines.append(None)

@@ -353,3 +353,35 @@ def test_bytes_whole_cut_and_dicts_give_the_same_events() -> None:
     assert ("thread/status/changed", {}) in unknown
     assert ("response", {"id": 7, "result": {"ok": True}}) in unknown
     assert of(whole, AssistantMessageEvent)
+
+
+def test_a_chunk_keeps_its_typed_lines_around_lines_of_other_shapes() -> None:
+    """One line of another shape in a chunk (a JSON-RPC response, a blank or broken
+    line) costs that line only: the typed lines around it stay decoded, nothing twice."""
+    from adapters.codex._wire import decode_typed_lines
+
+    wire = (APP / "xs01_tool" / "wire" / "server_to_client.jsonl").read_bytes().splitlines()
+    typed = [line for line in wire if line.startswith(b'{"method"')][:3]
+    raws = [typed[0], wire[0], b"", b"  \r", typed[1], b"{not json", typed[2]]
+    lines = decode_typed_lines(raws)
+    assert [line is None for line in lines] == [False, True, True, True, False, True, False]
+    assert [line.METHOD for line in lines if line is not None] == [
+        json.loads(raw)["method"] for raw in typed
+    ]
+    assert decode_typed_lines([b"", b"{not json"]) == [None, None]
+
+
+def test_blank_and_broken_lines_in_a_chunk() -> None:
+    """Blank lines are skipped; a broken one is kept as native/unknown; the events of
+    the rest are those of the stream without them."""
+    wire = (APP / "xs01_tool" / "wire" / "server_to_client.jsonl").read_bytes()
+    lines = wire.splitlines(keepends=True)
+    damaged = b"".join([*lines[:4], b"\n", b"   \n", b"{not json\n", *lines[4:]])
+    clean_events = normalise(wire)
+    damaged_events = normalise(damaged)
+    (broken,) = [
+        e for e in damaged_events if isinstance(e, NativeUnknownEvent) and e.payload == "{not json"
+    ]
+    assert broken.reason.startswith("malformed JSON line")
+    rest = [e for e in damaged_events if e is not broken]
+    assert [comparable(e) for e in rest] == [comparable(e) for e in clean_events]
