@@ -139,9 +139,13 @@ class Adapter(ABC):
             fields["native_type"] = native_type
         if has_model and "model" not in fields:
             fields["model"] = model
-        fields["id"] = self._event_id()
-        fields["ts"] = self._event_ts()
-        fields["source"] = self._event_source(native_type, native_id, model)
+        # An envelope field given outright (a replayed event's id, a known time) is kept.
+        if "id" not in fields:
+            fields["id"] = self._event_id()
+        if "ts" not in fields:
+            fields["ts"] = self._event_ts()
+        if "source" not in fields:
+            fields["source"] = self._event_source(native_type, native_id, model)
         # All in one dict: keywords *and* ``**fields`` would be merged into a new one.
         return event_type(**fields)
 

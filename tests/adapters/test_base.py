@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from adapters._base import native_time
+from adapters.openai_chat import OpenAIChatAdapter
+from universal_event.events import Source, WarningEvent
 
 
 @pytest.mark.parametrize(
@@ -26,3 +28,14 @@ def test_native_time_reads_iso_8601(text: str) -> None:
 @pytest.mark.parametrize("value", [None, "", "yesterday", 1764398351.8, {"t": 1}])
 def test_native_time_of_anything_else_is_none(value: object) -> None:
     assert native_time(value) is None
+
+
+def test_make_keeps_an_envelope_field_given_outright() -> None:
+    """``make`` fills id, ts and source, but one the caller passes is not overwritten."""
+    adapter = OpenAIChatAdapter(session_id="s")
+    made = adapter.make(WarningEvent, native_type="x", code="c", message="m")
+    assert made.id and made.ts > 0 and made.source is not None
+    assert made.source.native_type == "x" and made.session_id == "s"
+    source = Source(runtime="elsewhere")
+    given = adapter.make(WarningEvent, code="c", message="m", id="evt_1", ts=12.5, source=source)
+    assert (given.id, given.ts, given.source) == ("evt_1", 12.5, source)
