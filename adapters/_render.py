@@ -185,9 +185,12 @@ CHAT_TOOL_IDS = ToolIdFormat("openai-chat", re.compile(r"[a-zA-Z0-9_-]+"), 40)
 """OpenAI Chat ``tool_calls[].id``: the API rejects ids over 40 characters
 ("string too long. Expected a string with maximum length 40"); we also keep to the
 Anthropic charset so ids survive a later switch unchanged."""
-RESPONSES_TOOL_IDS = ToolIdFormat("openai-responses", re.compile(r"[!-~]+"), 512)
-"""OpenAI Responses ``call_id``: printable ASCII. Ids minted by Responses-compatible
-servers can exceed 450 characters and contain ``|`` (PITFALLS 6); they pass unchanged."""
+RESPONSES_TOOL_IDS = ToolIdFormat("openai-responses", re.compile(r"[!-~]+"), 64)
+"""OpenAI Responses ``call_id``: printable ASCII (``|`` included), at most 64 characters
+("Invalid 'input[5].call_id': string too long. Expected a string with maximum length
+64", ``string_above_max_length``). Ids minted elsewhere can be far longer (450+
+characters from some Responses-compatible servers, Codex MCP call ids past 80;
+PITFALLS 6): those are mapped, the same way for the call and its output."""
 
 _MAPPED_PREFIX = "ue_"
 _DIGEST_CHARS = 22  # 16 bytes (128 bits) of SHA-256, base64url without padding

@@ -338,9 +338,26 @@ def test_rule_5_tool_call_ids_mapped_same_for_calls_and_results(target: str) -> 
     mapped = map_tool_call_id(awkward, fmt)
     assert fmt.accepts(mapped)
     assert text.count(mapped) == 2 and "call_ok" in text
-    if target != "openai-responses":
-        assert awkward not in text
-        assert re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", mapped)
+    assert awkward not in text
+    assert re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", mapped)
+
+
+def test_rule_5_responses_call_ids_up_to_64_printable_characters_pass() -> None:
+    """Responses takes ``|`` and ``.`` but rejects a ``call_id`` over 64 characters
+    (``string_above_max_length``): 64 pass unchanged, 65 are mapped down."""
+    fits = "functions.get_weather:0|" + "x" * 40
+    too_long = fits + "y"
+    messages: list[Message] = [
+        user("hi"),
+        AssistantMessage(content=[call(fits), call(too_long, "other")], provenance=CHAT),
+        result(fits),
+        result(too_long),
+    ]
+    kwargs, _ = render("openai-responses", messages)
+    call_ids = [item["call_id"] for item in history(kwargs) if "call_id" in item]
+    mapped = map_tool_call_id(too_long, RESPONSES_TOOL_IDS)
+    assert call_ids == [fits, mapped, fits, mapped]
+    assert len(fits) == 64 and len(mapped) <= 64 and mapped != fits
 
 
 def test_rule_5_responses_call_id_is_not_the_item_id() -> None:
