@@ -76,6 +76,7 @@ __all__ = [
     "TurnStartEvent",
     "Usage",
     "UsageEvent",
+    "UserMessageEvent",
     "WarningEvent",
 ]
 
