@@ -67,6 +67,7 @@ def message_of(event: SurfaceEvent) -> Message:
             content=event.content,
             name=event.name,
             is_error=event.is_error,
+            cache_control=event.cache_control,
         )
     assert_never(event)
 

@@ -251,6 +251,9 @@ class ToolResultEvent(EventBase, tag="tool/result", kw_only=True, frozen=True):
     exit_code: int | None = None
     details: dict[str, Any] | None = None
     """Structured result data some runtimes add (Claude Code ``tool_use_result``)."""
+    cache_control: dict[str, Any] | None = None
+    """A prompt-cache mark on the result block itself (Anthropic ``tool_result``:
+    Claude Code marks the last block of its request, often a tool result)."""
     surface: Surface | None = None
 
 

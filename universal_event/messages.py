@@ -9,7 +9,7 @@ replay. ``seq`` is the log position of the surface event each message came from.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -46,6 +46,8 @@ class ToolMessage(_Message, tag="tool", kw_only=True, frozen=True):
     content: list[ResultPart]
     name: str | None = None
     is_error: bool = False
+    cache_control: dict[str, Any] | None = None
+    """A prompt-cache mark on the result block itself (Anthropic)."""
 
 
 Message = UserMessage | AssistantMessage | ToolMessage

@@ -13,7 +13,9 @@ The shared rules live in :mod:`adapters._render`; the Anthropic-specific ones ar
   any user text of the same window;
 * rule 8: no empty or whitespace-only text blocks;
 * rule 10: ``cache_control`` kept on text, image, document, tool_use and tool_result
-  blocks (never on thinking blocks, which cannot carry it);
+  blocks and on the blocks inside a tool result (never on thinking blocks, which
+  cannot carry it); at most four marks in a request, the earliest message marks
+  dropped first (``cache_control_trimmed`` warning);
 * rule 11: the system prompt goes in ``system``.
 """
 
@@ -118,7 +120,73 @@ def render_request(
     run.add_settings(kwargs, _HISTORY_KEYS)
     kwargs.setdefault("max_tokens", run.policy.default_max_tokens)
     _check_thinking_start(kwargs, run.policy, run.warnings)
+    _limit_cache_marks(kwargs, run.warnings)
     return run.finish(kwargs, _accepted(), warnings)
+
+
+MAX_CACHE_MARKS = 4
+"""Blocks a request may mark with ``cache_control`` ("A maximum of 4 blocks with
+cache_control may be provided")."""
+
+_MarkPath = tuple[str, tuple[int, ...]]
+
+
+def _limit_cache_marks(kwargs: dict[str, Any], warnings: list[WarningEvent]) -> None:
+    """Rule 10: at most :data:`MAX_CACHE_MARKS` marks. A history put together from
+    several requests (each marking its own last blocks) can hold more; the earliest
+    marks in the messages go first (they marked prefixes of requests long past), then,
+    if need be, the earliest of the tools and system prompt."""
+    marks = _cache_marks(kwargs)
+    excess = len(marks) - MAX_CACHE_MARKS
+    if excess <= 0:
+        return
+    in_messages = [mark for mark in marks if mark[0] == "messages"]
+    elsewhere = [mark for mark in marks if mark[0] != "messages"]
+    for area, path in (in_messages + elsewhere)[:excess]:
+        _unmark(kwargs, area, path)
+    warnings.append(
+        warning(
+            "cache_control_trimmed",
+            f"{len(marks)} blocks carry cache_control, Anthropic takes {MAX_CACHE_MARKS}: "
+            f"the {excess} earliest marks were removed",
+        )
+    )
+
+
+def _cache_marks(kwargs: dict[str, Any]) -> list[_MarkPath]:
+    """Where the request carries ``cache_control``, in prompt order (tools, system,
+    messages; inside a message, a block and then the blocks of its tool result)."""
+    marks: list[_MarkPath] = []
+    for area in ("tools", "system"):
+        items = kwargs.get(area)
+        if isinstance(items, list):
+            marks += [(area, (i,)) for i, item in enumerate(items) if "cache_control" in item]
+    for m, message in enumerate(kwargs["messages"]):
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for b, block in enumerate(content):
+            if "cache_control" in block:
+                marks.append(("messages", (m, b)))
+            inner = block.get("content")
+            if isinstance(inner, list):
+                marks += [
+                    ("messages", (m, b, c))
+                    for c, sub in enumerate(inner)
+                    if isinstance(sub, dict) and "cache_control" in sub
+                ]
+    return marks
+
+
+def _unmark(kwargs: dict[str, Any], area: str, path: tuple[int, ...]) -> None:
+    """Remove one mark, copying every list and dict on the way to it: the rendered
+    blocks may be shared with the session's render cache."""
+    items = kwargs[area] = list(kwargs[area])
+    item = items[path[0]] = dict(items[path[0]])
+    for index in path[1:]:
+        content = item["content"] = list(item["content"])
+        item = content[index] = dict(content[index])
+    del item["cache_control"]
 
 
 def _render_system(
@@ -276,6 +344,8 @@ class _GroupRenderer(GroupRenderer):
             block["content"] = blocks
         if result.is_error:
             block["is_error"] = True
+        if result.cache_control is not None and self.keep_cache:
+            block["cache_control"] = result.cache_control
         return block
 
     def blocks(
@@ -493,6 +563,7 @@ def _parse_user(blocks: list[dict[str, Any]], index: int) -> list[Event]:
                     call_id=block["tool_use_id"],
                     content=_parse_result_content(block.get("content"), index, events),
                     is_error=bool(block.get("is_error", False)),
+                    cache_control=block.get("cache_control"),
                     source=_source("tool_result"),
                 )
             )

@@ -19,6 +19,7 @@ from adapters._render import (
     ANTHROPIC_TOOL_IDS,
     CHAT_TOOL_IDS,
     RESPONSES_TOOL_IDS,
+    RenderCache,
     RenderPolicy,
     ToolIdMapper,
     map_tool_call_id,
@@ -27,6 +28,7 @@ from tests.adapters._render_support import validate_history, validate_request
 from tests.adapters.test_render_oracle import TARGETS, module
 from universal_event.errors import RenderError
 from universal_event.events import RequestHeaderEvent, ToolSpec, WarningEvent
+from universal_event.log import SessionLog
 from universal_event.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from universal_event.parts import (
     ImagePart,
@@ -557,6 +559,72 @@ def test_rule_10_cache_control_kept_where_supported() -> None:
     for target in ("openai-chat", "openai-responses"):
         other, _ = render(target, messages)
         assert "cache_control" not in dumped(other)
+
+
+def test_rule_10_cache_control_on_the_tool_result_block_survives_parse_and_render() -> None:
+    """Claude Code marks the last block of its request, often a ``tool_result``: the
+    mark on the block itself is kept through parse → log → derive → render."""
+    body = {
+        "model": CLAUDE.model,
+        "max_tokens": 100,
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "list the files"}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_1",
+                        "content": "a.txt",
+                        "cache_control": {"type": "ephemeral", "ttl": "1h"},
+                    }
+                ],
+            },
+        ],
+    }
+    log = SessionLog()
+    log.extend(module("anthropic").parse_request(body))
+    kwargs = module("anthropic").render_request(log.derive_messages(), log.current_header())
+    assert kwargs["messages"] == body["messages"]
+    off = module("anthropic").render_request(
+        log.derive_messages(), log.current_header(), RenderPolicy(keep_cache_control=False)
+    )
+    assert "cache_control" not in dumped(off)
+
+
+def test_rule_10_at_most_four_cache_marks() -> None:
+    """Anthropic refuses a fifth mark ("A maximum of 4 blocks with cache_control"): a
+    history assembled from several requests drops its earliest message marks first,
+    with a warning; the session's render cache keeps what it rendered."""
+    cache = {"type": "ephemeral"}
+    header = msgspec.structs.replace(
+        HEADERS["anthropic"],
+        system="sys",
+        system_parts=[TextPart(text="sys", cache_control=cache)],
+    )
+    messages: list[Message] = []
+    for turn in range(5):
+        messages += [
+            UserMessage(content=[TextPart(text=f"question {turn}", cache_control=cache)]),
+            AssistantMessage(content=[TextPart(text=f"answer {turn}")], provenance=CLAUDE),
+        ]
+    render_cache = RenderCache()
+    renderer = module("anthropic").render_request
+    warnings: list[WarningEvent] = []
+    kwargs = renderer(messages, header, warnings=warnings, cache=render_cache)
+    validate_request("anthropic", kwargs)
+    marked = [i for i, m in enumerate(kwargs["messages"]) if "cache_control" in dumped(m)]
+    assert marked == [4, 6, 8] and kwargs["system"][0]["cache_control"] == cache
+    assert [w.code for w in warnings] == ["cache_control_trimmed"]
+    assert "6 blocks carry cache_control" in warnings[0].message
+    few = renderer(messages[4:], header, cache=RenderCache())
+    assert dumped(few).count("cache_control") == 4  # four: nothing to trim
+    again = renderer(messages[:4], header, cache=render_cache)
+    assert [i for i, m in enumerate(again["messages"]) if "cache_control" in dumped(m)] == [0, 2]
 
 
 # ---------------------------------------------------------------- rule 11
