@@ -52,7 +52,13 @@ from typing import Any, Literal
 
 import msgspec
 
-from universal_event.events import RequestHeaderEvent, Source, ToolSpec, WarningEvent
+from universal_event.events import (
+    InstructionRole,
+    RequestHeaderEvent,
+    Source,
+    ToolSpec,
+    WarningEvent,
+)
 from universal_event.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from universal_event.parts import (
     DocumentPart,
@@ -85,6 +91,7 @@ __all__ = [
     "foreign_reasoning",
     "foreign_reasoning_text",
     "group_history",
+    "instruction_as_user",
     "is_blank",
     "map_tool_call_id",
     "merged_sampling",
@@ -486,15 +493,18 @@ def _add_synthetic_results(
 def group_history(
     messages: Sequence[Message], policy: RenderPolicy
 ) -> tuple[list[Group], list[WarningEvent]]:
-    """Split a history into repaired groups (rule 6), with the repairs' warnings."""
+    """Split a history into repaired groups (rules 6 and 8), with the repairs' warnings."""
     warnings: list[WarningEvent] = []
     if not messages:
         return [], warnings
     starts = _group_starts(messages, 0)
     ends = [*starts[1:], len(messages)]
-    groups = [
-        repair_group(messages, a, b, policy, warnings) for a, b in zip(starts, ends, strict=True)
-    ]
+    counts: dict[str, int] = {}
+    groups = []
+    for start, end in zip(starts, ends, strict=True):
+        group = repair_group(messages, start, end, policy, warnings)
+        unique_call_ids(group, counts)
+        groups.append(group)
     return groups, warnings
 
 
@@ -523,6 +533,10 @@ class _CacheState:
     warnings: list[WarningEvent] = field(default_factory=list)
     warning_ends: list[int] = field(default_factory=list)
     """``len(warnings)`` after each group."""
+    call_ids: dict[str, int] = field(default_factory=dict)
+    """Rule 8: how many groups so far use each call id (as rendered)."""
+    group_call_ids: list[tuple[str, ...]] = field(default_factory=list)
+    """The ids each group counted in ``call_ids`` (a rewind uncounts them)."""
 
     def rewind(self, messages: Sequence[Message]) -> int:
         """Keep the groups ``messages`` leaves valid, drop the rest; the index of the
@@ -541,6 +555,10 @@ class _CacheState:
         del self.wire_ends[keep:]
         del self.warnings[self.warning_ends[keep - 1] if keep else 0 :]
         del self.warning_ends[keep:]
+        for ids in self.group_call_ids[keep:]:
+            for call_id in ids:
+                self.call_ids[call_id] -= 1
+        del self.group_call_ids[keep:]
         return start
 
 
@@ -607,13 +625,79 @@ def render_history(
         ends = [*starts[first + 1 :], len(messages)]
         group = Group(None, {}, [], [], warnings)
         for index, end in enumerate(ends, first):
-            render_group(repair_group(messages, starts[index], end, policy, warnings, group), wire)
+            repair_group(messages, starts[index], end, policy, warnings, group)
+            state.group_call_ids.append(unique_call_ids(group, state.call_ids))
+            render_group(group, wire)
             state.wire_ends.append(len(wire))
             state.warning_ends.append(len(warnings))
     if cache is None:
         return wire, warnings
     cache.store(cache_key, state)
     return list(wire), list(warnings)
+
+
+def unique_call_ids(group: Group, counts: dict[str, int]) -> tuple[str, ...]:
+    """Rule 8: a call id an earlier group of the history already used gets ``#n``.
+
+    Some providers number tool calls per response (Kimi ``functions.search:0``, Grok
+    ``call_0``), so one id comes back round after round; pairing stays right (it is
+    per group), but Anthropic refuses a request whose ``tool_use`` ids repeat ("tool_use
+    ids must be unique") and the OpenAI APIs pair by id. The n-th reuse of an id
+    becomes ``<id>#<n>`` in the call and its results, the same on every render, with a
+    ``tool_id_reused`` warning; the target's id mapping then applies as to any id.
+    ``counts`` is how many groups so far use each id; the ids this group counted are
+    returned (a cache rewind uncounts them).
+    """
+    counted = []
+    renames: dict[str, str] = {}
+    for call_id in group.calls:
+        uses = counts.get(call_id, 0)
+        counts[call_id] = uses + 1
+        counted.append(call_id)
+        if uses:
+            renamed = f"{call_id}#{uses}"
+            while counts.get(renamed):
+                uses += 1
+                renamed = f"{call_id}#{uses}"
+            counts[renamed] = 1
+            counted.append(renamed)
+            renames[call_id] = renamed
+    if renames:
+        _rename_calls(group, renames)
+    return tuple(counted)
+
+
+def _rename_calls(group: Group, renames: dict[str, str]) -> None:
+    def renamed(part: ToolCallPart) -> ToolCallPart:
+        return msgspec.structs.replace(part, id=renames[part.id])
+
+    assert group.assistant is not None  # only an assistant message opens calls
+    group.assistant = msgspec.structs.replace(
+        group.assistant,
+        content=[
+            renamed(part) if type(part) is ToolCallPart and part.id in renames else part
+            for part in group.assistant.content
+        ],
+    )
+    group.calls = {
+        renames.get(call_id, call_id): renamed(call) if call_id in renames else call
+        for call_id, call in group.calls.items()
+    }
+    group.results = [
+        msgspec.structs.replace(result, call_id=renames[result.call_id])
+        if result.call_id in renames
+        else result
+        for result in group.results
+    ]
+    for original, new in renames.items():
+        group.warnings.append(
+            warning(
+                "tool_id_reused",
+                f"tool call id {original!r} was used earlier in the history; "
+                f"sent as {new!r} with its results",
+                call_id=original,
+            )
+        )
 
 
 OtherAssistantPart = (
@@ -988,15 +1072,29 @@ def add_openai_users(
     group: Group,
     render_part: Callable[[UserPart, list[WarningEvent]], dict[str, Any] | None],
     out: list[dict[str, Any]],
+    instruction_role: Callable[[InstructionRole], str],
 ) -> None:
-    """A group's user messages as OpenAI ``user`` messages (Chat and Responses share
-    the shape); one that renders to nothing is dropped with a warning."""
+    """A group's user messages as OpenAI messages (Chat and Responses share the
+    shape): ``user``, or for instructions in the history the role ``instruction_role``
+    gives; one that renders to nothing is dropped with a warning."""
     for user in group.users:
         content = lone_text_or_parts(user.content, render_part, group.warnings)
-        if content:
+        if not content:
+            group.warnings.append(empty_message(user))
+        elif user.instruction_role is None:
             out.append({"role": "user", "content": content})
         else:
-            group.warnings.append(empty_message(user))
+            out.append({"role": instruction_role(user.instruction_role), "content": content})
+
+
+def instruction_as_user(user: UserMessage, target: str) -> WarningEvent:
+    """Instructions between the turns, for a target with no such role."""
+    return warning(
+        "instruction_as_user",
+        f"{user.instruction_role} message in the history (seq {user.seq}) sent as a user "
+        f"message: {target} has no {user.instruction_role} role between turns",
+        seq=user.seq,
+    )
 
 
 def image_url(part: ImagePart) -> str | None:

@@ -50,7 +50,9 @@ def is_surface_event(event: EventBase) -> bool:
 def message_of(event: SurfaceEvent) -> Message:
     """The neutral message one surface event becomes (content lists are shared, not copied)."""
     if isinstance(event, UserMessageEvent):
-        return UserMessage(seq=event.seq, content=event.content)
+        return UserMessage(
+            seq=event.seq, content=event.content, instruction_role=event.instruction_role
+        )
     if isinstance(event, AssistantMessageEvent):
         return AssistantMessage(
             seq=event.seq,

@@ -50,6 +50,7 @@ __all__ = [
     "EventBase",
     "FileChange",
     "FileChangeEvent",
+    "InstructionRole",
     "NativeUnknownEvent",
     "OpenToolCall",
     "PlanItem",
@@ -214,10 +215,23 @@ class StepEndEvent(EventBase, tag="step/end", kw_only=True, frozen=True):
 # ---------------------------------------------------------------- surface events
 
 
+InstructionRole = Literal["system", "developer"]
+"""The role of instructions placed between a history's turns (a Chat ``system`` /
+``developer`` message after the first, a Responses ``system`` / ``developer`` input
+message)."""
+
+
 class UserMessageEvent(EventBase, tag="user/message", kw_only=True, frozen=True):
-    """A user message (or anything in the user role: a summary, a system reminder)."""
+    """A user message (or anything in the user role: a summary, a system reminder).
+
+    ``instruction_role`` is set for instructions in the history itself (``system`` /
+    ``developer``): rendered back in that role where the target has one (Chat,
+    Responses), as a user message where it has none (Anthropic, with an
+    ``instruction_as_user`` warning).
+    """
 
     content: list[UserPart] = []
+    instruction_role: InstructionRole | None = None
     surface: Surface | None = None
 
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from universal_event.events import InstructionRole
 from universal_event.parts import AssistantPart, Provenance, ResultPart, UserPart
 
 __all__ = ["AssistantMessage", "Message", "ToolMessage", "UserMessage"]
@@ -24,9 +25,11 @@ class _Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, ta
 
 
 class UserMessage(_Message, tag="user", kw_only=True, frozen=True):
-    """Content in the user role."""
+    """Content in the user role, or instructions between the turns
+    (``instruction_role``, see :class:`~universal_event.events.UserMessageEvent`)."""
 
     content: list[UserPart]
+    instruction_role: InstructionRole | None = None
 
 
 class AssistantMessage(_Message, tag="assistant", kw_only=True, frozen=True):

@@ -77,9 +77,16 @@ def _close_last(items: list[_T], item: _T) -> None:
 
 
 def find_open_work(events: Iterable[Event]) -> OpenWork:
-    """Walk a session's events and collect the turns, steps and tool calls still open."""
+    """Walk a session's events and collect the turns, steps and tool calls still open.
+
+    Calls are counted per id, not just marked: a result settles one call of its id, so
+    a call logged after its own result stays settled, while a provider that numbers
+    calls per response (``functions.search:0`` every round) reopens the id.
+    """
     work = OpenWork()
-    finished: set[str] = set()
+    settled: dict[str, int] = {}  # results (and earlier repairs) per call id
+    asked: dict[str, int] = {}  # calls per id in assistant messages
+    started: dict[str, int] = {}  # tool/call events per id
     for event in events:
         if isinstance(event, TurnStartEvent):
             work.turns.append(event.turn_id)
@@ -94,23 +101,31 @@ def find_open_work(events: Iterable[Event]) -> OpenWork:
             _close_last(work.steps, key)
         elif isinstance(event, AssistantMessageEvent):
             for part in event.content:
-                if isinstance(part, ToolCallPart) and part.id not in finished:
+                if isinstance(part, ToolCallPart) and _count(asked, part.id) > settled.get(
+                    part.id, 0
+                ):
                     work.tool_calls.setdefault(
                         part.id, OpenToolCall(call_id=part.id, name=part.name, state="not-started")
                     )
         elif isinstance(event, ToolCallEvent):
-            if event.call_id not in finished:
+            if _count(started, event.call_id) > settled.get(event.call_id, 0):
                 work.tool_calls[event.call_id] = OpenToolCall(
                     call_id=event.call_id, name=event.name, state="running"
                 )
         elif isinstance(event, ToolResultEvent):
-            finished.add(event.call_id)
+            _count(settled, event.call_id)
             work.tool_calls.pop(event.call_id, None)
         elif isinstance(event, SessionInterruptedEvent):
             # A previous repair reported these calls; they stay settled.
-            finished.update(work.tool_calls)
+            for call_id in work.tool_calls:
+                settled[call_id] = max(asked.get(call_id, 0), started.get(call_id, 0))
             work.tool_calls.clear()
     return work
+
+
+def _count(counts: dict[str, int], key: str) -> int:
+    counts[key] = count = counts.get(key, 0) + 1
+    return count
 
 
 def repair_log(log: SessionLog, *, reason: str | None = None) -> list[Event]:

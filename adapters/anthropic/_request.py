@@ -36,6 +36,7 @@ from adapters._render import (
     create_parameters,
     empty_message,
     foreign_reasoning,
+    instruction_as_user,
     is_blank,
     map_tool_call_id,
     parse_data_url,
@@ -244,6 +245,8 @@ class _GroupRenderer(GroupRenderer):
             if not rendered:
                 warnings.append(empty_message(user))
                 continue
+            if user.instruction_role is not None:
+                warnings.append(instruction_as_user(user, "anthropic/messages"))
             out.append({"role": "user", "content": pending + rendered if pending else rendered})
             pending = []
         if pending:

@@ -61,6 +61,7 @@ from adapters._render import (
 from universal_event.events import (
     AssistantMessageEvent,
     Event,
+    InstructionRole,
     NativeUnknownEvent,
     RequestHeaderEvent,
     ToolResultEvent,
@@ -152,7 +153,12 @@ class _GroupRenderer(GroupRenderer):
             out.append(_tool_message(result, moved, warnings))
         if moved:  # rule 9: after every tool message of the window, never between them
             out.append({"role": "user", "content": moved})
-        add_openai_users(group, _user_part, out)
+        add_openai_users(group, _user_part, out, self.instruction_role)
+
+    def instruction_role(self, role: InstructionRole) -> str:
+        """Instructions between the turns speak in the system prompt's role for this
+        model (rule 11): ``developer`` and ``system`` are one role to Chat."""
+        return system_role(self.target.model or "", self.policy)
 
     def assistant_message(
         self, message: AssistantMessage, warnings: list[WarningEvent]
@@ -312,8 +318,8 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
     """A ``chat.completions.create`` body as events: the header, then the history.
 
     Leading ``system`` / ``developer`` messages become the header's system prompt
-    (joined by a blank line); later ones become user messages (Chat is the only format
-    that allows them mid-history). Assistant content gets the provenance
+    (joined by a blank line); later ones become user messages that keep their role
+    (``UserMessageEvent.instruction_role``) and are rendered back in it. Assistant content gets the provenance
     ``("openai", "chat", model)``.
     """
     body = request_body(kwargs)
@@ -373,7 +379,9 @@ def _parse_message(message: dict[str, Any], provenance: Provenance, index: int) 
     if role in ("user", "system", "developer"):
         return [
             UserMessageEvent(
-                content=_parse_user_content(message.get("content")), source=_source(str(role))
+                content=_parse_user_content(message.get("content")),
+                instruction_role=None if role == "user" else role,
+                source=_source(str(role)),
             )
         ]
     if role == "assistant":

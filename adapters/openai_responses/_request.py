@@ -50,6 +50,7 @@ from adapters._render import (
 from universal_event.events import (
     AssistantMessageEvent,
     Event,
+    InstructionRole,
     RequestHeaderEvent,
     ToolResultEvent,
     ToolSpec,
@@ -148,7 +149,7 @@ class _GroupRenderer(GroupRenderer):
                     else _output(parts, warnings),
                 }
             )
-        add_openai_users(group, _input_part, out)
+        add_openai_users(group, _input_part, out, _same_role)
 
     def replayable(self, part: ThinkingPart, message: AssistantMessage, index: int) -> bool:
         """Rule 4: same origin, an ``rs_`` id, a following item, and encrypted content
@@ -373,7 +374,9 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
             flush()
             events.append(
                 UserMessageEvent(
-                    content=_parse_input_content(item.get("content")), source=_source(str(role))
+                    content=_parse_input_content(item.get("content")),
+                    instruction_role=None if role == "user" else role,
+                    source=_source(str(role)),
                 )
             )
         elif kind in ("function_call_output", "custom_tool_call_output"):
@@ -392,6 +395,11 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
 
 
 _source = functools.partial(source, RUNTIME)
+
+
+def _same_role(role: InstructionRole) -> str:
+    """Responses input messages take ``system`` and ``developer`` as they are."""
+    return role
 
 
 def _parse_tool(tool: dict[str, Any]) -> ToolSpec:

@@ -34,6 +34,21 @@ def recorded_requests(target: str) -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
+def captured_requests() -> list[tuple[str, str, dict[str, Any]]]:
+    """(target, ``run/file``, body) of every model request the real Claude Code and
+    Codex sent in the captured runs (``requests/*.json`` beside each run)."""
+    captured = FIXTURES / "captured"
+    found = []
+    for pattern, target in (
+        ("claude/*/*/requests/*_v1_messages.json", "anthropic"),
+        ("codex/*/*/requests/*_v1_responses.json", "openai-responses"),
+    ):
+        for path in sorted(captured.glob(pattern)):
+            name = f"{path.parent.parent.relative_to(captured)}/{path.stem}"
+            found.append((target, name, json.loads(path.read_text())["body"]))
+    return found
+
+
 def recording(target: str, name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((RECORDED / FORMAT_DIRS[target] / f"{name}.json").read_text())
     return data

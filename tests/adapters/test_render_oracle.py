@@ -1,8 +1,9 @@
 """The renderer oracles: real requests are what rendering must reproduce.
 
-* **Parse side**: every recorded request body → ``parse_request`` → events → session
-  log → ``derive_messages`` → ``render_request`` gives the same request back
-  (history, system / instructions, tools and settings).
+* **Parse side**: every recorded request body, and every request the real Claude Code
+  and Codex sent in the captured runs → ``parse_request`` → events → session log →
+  ``derive_messages`` → ``render_request`` gives the same request back (history,
+  system / instructions, tools and settings).
 * **Render side**: the log of request N's history plus turn N's recorded *response*
   (normalised by the target's own stream adapter) plus the caller's new input renders
   request N+1's history.
@@ -29,6 +30,22 @@ else (key order never matters: compared as parsed JSON):
 ``SYSTEM_ROLE``
     Chat's system prompt goes out as ``developer`` for o1/o3/o4/gpt-5 (rule 11); the
     one recording that sent ``system`` to o1-mini got HTTP 400 for it.
+
+Named for the captured Claude Code / Codex requests only:
+
+``CLIENT_INPUT_IDS``
+    Codex numbers the input items it writes itself (``"id": "msg_<uuid>"`` on its
+    developer and user messages, ``fco_<uuid>`` on tool outputs); they are its
+    bookkeeping, not kept, not sent back.
+``NULL_REASONING_CONTENT``
+    Codex sends reasoning items with ``"content": null``; absent is the same.
+``EMPTY_TOOLS``
+    ``tools: []`` (Claude Code with every tool off) and no ``tools`` are the same.
+``EMPTY_LOGPROBS``
+    Codex replays its ``output_text`` parts with ``"logprobs": []``; absent is the same.
+``CALL_STATUS``
+    Codex replays its ``function_call`` items with ``"status": "completed"``; a
+    replayed call is a completed one, we leave it out.
 
 Client quirks on the render side (what one client did that the API also accepted):
 
@@ -59,6 +76,7 @@ import pytest
 
 from adapters._render import RenderPolicy
 from tests.adapters._render_support import (
+    captured_requests,
     derive,
     flatten,
     recorded_requests,
@@ -121,7 +139,8 @@ def normalise(target: str, body: dict[str, Any]) -> dict[str, Any]:
                 continue  # EMPTY_TEXT
             if "role" in item and "id" not in item:
                 item["content"] = _text_as_list(
-                    item["content"], "input_text" if item["role"] == "user" else "output_text"
+                    item["content"],
+                    "output_text" if item["role"] == "assistant" else "input_text",
                 )
             kept.append(item)
         body["input"] = kept
@@ -136,6 +155,51 @@ def roundtrip(target: str, body: dict[str, Any], **render: Any) -> dict[str, Any
 
 
 # ---------------------------------------------------------------- parse side
+
+
+def _captured_client_quirks(target: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The named differences of the captured Claude Code / Codex requests."""
+    body = copy.deepcopy(body)
+    if body.get("tools") == []:
+        del body["tools"]  # EMPTY_TOOLS
+    for item in body.get("input", []):
+        if item.get("role") in ("user", "system", "developer") or (
+            item.get("type") == "function_call_output"
+        ):
+            item.pop("id", None)  # CLIENT_INPUT_IDS
+        if item.get("type") == "reasoning" and item.get("content", ()) is None:
+            del item["content"]  # NULL_REASONING_CONTENT
+        if item.get("type") == "function_call" and item.get("status") == "completed":
+            del item["status"]  # CALL_STATUS
+        if item.get("role") == "assistant" and isinstance(item.get("content"), list):
+            for part in item["content"]:
+                if part.get("logprobs") == []:
+                    del part["logprobs"]  # EMPTY_LOGPROBS
+    return normalise(target, body)
+
+
+@pytest.mark.parametrize(
+    ("target", "name", "body"),
+    captured_requests(),
+    ids=[f"{target}:{name}" for target, name, _ in captured_requests()],
+)
+def test_parse_side_oracle_reproduces_every_captured_client_request(
+    target: str, name: str, body: dict[str, Any]
+) -> None:
+    """What the real Claude Code and Codex sent, parsed and rendered again: Codex's
+    developer messages stay developer messages, Claude Code's cache marks (on a
+    ``tool_result`` block too) stay where they were."""
+    kwargs = roundtrip(target, body)
+    validate_history(target, kwargs)
+    rendered = flatten(kwargs)
+    assert _captured_client_quirks(target, rendered) == _captured_client_quirks(target, body)
+
+
+def test_captured_oracle_covers_both_clients() -> None:
+    counts: dict[str, int] = {}
+    for target, _, _ in captured_requests():
+        counts[target] = counts.get(target, 0) + 1
+    assert counts == {"anthropic": 21, "openai-responses": 23}
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ from adapters._render import (
 from tests.adapters._render_support import validate_history, validate_request
 from tests.adapters.test_render_oracle import TARGETS, module
 from universal_event.errors import RenderError
-from universal_event.events import RequestHeaderEvent, ToolSpec, WarningEvent
+from universal_event.events import RequestHeaderEvent, ToolSpec, UserMessageEvent, WarningEvent
 from universal_event.log import SessionLog
 from universal_event.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from universal_event.parts import (
@@ -532,6 +532,65 @@ def test_rule_9_chat_images_in_tool_results_move_to_following_user_message() -> 
     assert history(responses)[3]["output"][1]["type"] == "input_image"
 
 
+def _rounds(*call_ids: str) -> list[Message]:
+    """One round per id: a call, its result, the next question."""
+    kimi = Provenance(provider="moonshot", api="chat", model="kimi-k2")
+    messages: list[Message] = [user("look it up")]
+    for round_index, call_id in enumerate(call_ids):
+        messages += [
+            AssistantMessage(content=[call(call_id, "search")], provenance=kimi),
+            result(call_id, f"found {round_index}"),
+            user(f"and then {round_index}?"),
+        ]
+    return messages
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_rule_8_an_id_reused_in_a_later_round_is_made_unique(target: str) -> None:
+    """Kimi numbers calls per response (``functions.search:0`` every round): each
+    round's call and result stay paired under an id of their own; Anthropic would
+    refuse the request otherwise ("tool_use ids must be unique")."""
+    messages = _rounds("functions.search:0", "functions.search:0", "other", "functions.search:0")
+    kwargs, warnings = render(target, messages)
+    wire = history(kwargs)
+    if target == "anthropic":
+        calls = [b["id"] for m in wire for b in m["content"] if b.get("type") == "tool_use"]
+        results = [
+            (b["tool_use_id"], b["content"])
+            for m in wire
+            for b in m["content"]
+            if b.get("type") == "tool_result"
+        ]
+    elif target == "openai-chat":
+        calls = [c["id"] for m in wire for c in m.get("tool_calls", [])]
+        results = [(m["tool_call_id"], m["content"]) for m in wire if m["role"] == "tool"]
+    else:
+        calls = [i["call_id"] for i in wire if i.get("type") == "function_call"]
+        results = [(i["call_id"], i["output"]) for i in wire if "output" in i]
+    assert len(set(calls)) == 4
+    assert results == list(zip(calls, ["found 0", "found 1", "found 2", "found 3"], strict=True))
+    if target == "openai-responses":  # '#' is a printable character: no mapping needed
+        assert calls == [
+            "functions.search:0", "functions.search:0#1", "other", "functions.search:0#2"
+        ]  # fmt: skip
+    assert [w.code for w in warnings] == ["tool_id_reused", "tool_id_reused"]
+
+
+def test_rule_8_unique_ids_are_the_same_with_the_render_cache() -> None:
+    """Ids counted by earlier groups are part of the cached state: an append, and a
+    rewrite of the history's middle, render as a fresh render does."""
+    renderer = module("anthropic").render_request
+    header = HEADERS["anthropic"]
+    cache = RenderCache()
+    history_so_far = _rounds("call_0", "call_0")
+    renderer(history_so_far, header, cache=cache)
+    grown = _rounds("call_0", "call_0", "call_0")
+    assert renderer(grown, header, cache=cache) == renderer(grown, header)
+    rewritten = _rounds("call_0", "call_9", "call_0")
+    assert renderer(rewritten, header, cache=cache) == renderer(rewritten, header)
+    assert renderer(grown, header, cache=cache) == renderer(grown, header)
+
+
 # ---------------------------------------------------------------- rule 10
 
 
@@ -679,6 +738,60 @@ def test_rule_11_system_prompt_placement_and_tools() -> None:
             "strict": False,
         }
     ]
+
+
+def test_rule_11_instructions_between_turns_keep_their_role() -> None:
+    """A ``developer`` / ``system`` message inside the history (Codex opens its input
+    with two; Chat apps inject them mid-conversation) stays an instruction where the
+    target has the role, and becomes a user message with a warning where it has not."""
+    messages: list[Message] = [
+        UserMessage(content=[TextPart(text="sandbox: read-only")], instruction_role="developer"),
+        user("hi"),
+        AssistantMessage(content=[TextPart(text="hello")], provenance=CHAT),
+        UserMessage(content=[TextPart(text="be brief")], instruction_role="system"),
+        user("and now?"),
+    ]
+    responses, warnings = render("openai-responses", messages)
+    assert [item["role"] for item in history(responses)] == [
+        "developer", "user", "assistant", "system", "user"
+    ]  # fmt: skip
+    assert history(responses)[0]["content"] == "sandbox: read-only" and not warnings
+    chat, _ = render("openai-chat", messages)  # gpt-4o: instructions speak as "system"
+    assert [m["role"] for m in history(chat)] == ["system", "user", "assistant", "system", "user"]
+    reasoning_model = msgspec.structs.replace(HEADERS["openai-chat"], model="o3")
+    chat_o3, _ = render("openai-chat", messages, reasoning_model)
+    assert [m["role"] for m in history(chat_o3)][3] == "developer"
+    claude, warnings = render("anthropic", messages)
+    assert [m["role"] for m in history(claude)] == ["user", "user", "assistant", "user", "user"]
+    assert [w.code for w in warnings] == ["instruction_as_user", "instruction_as_user"]
+
+
+@pytest.mark.parametrize("target", ["openai-chat", "openai-responses"])
+def test_rule_11_parsed_instructions_between_turns_render_back(target: str) -> None:
+    key = "messages" if target == "openai-chat" else "input"
+    body: dict[str, Any] = {
+        "model": "gpt-4o",
+        key: [
+            {"role": "system", "content": "You are terse."},
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello"},
+            {"role": "system", "content": "The user is now an admin."},
+            {"role": "user", "content": "delete it"},
+        ],
+    }
+    events = module(target).parse_request(body)
+    instructions = [
+        e.instruction_role
+        for e in events
+        if isinstance(e, UserMessageEvent) and e.instruction_role is not None
+    ]
+    # Chat: the leading system message is the header's prompt; Responses: an input item
+    assert instructions == ["system"] * (1 if target == "openai-chat" else 2)
+    log = SessionLog()
+    log.extend(events)
+    kwargs = module(target).render_request(log.derive_messages(), log.current_header())
+    assert [m.get("role") for m in kwargs[key]] == ["system", "user", "assistant", "system", "user"]
+    assert kwargs[key][3]["content"] == "The user is now an admin."
 
 
 def test_rule_11_foreign_server_tools_and_settings_dropped_with_warning() -> None:

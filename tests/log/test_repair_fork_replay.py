@@ -7,6 +7,7 @@ import pytest
 from tests.log.conftest import add_turn
 from universal_event import (
     AssistantChunkEvent,
+    AssistantMessageEvent,
     ForkError,
     LiveSessionError,
     OpenToolCall,
@@ -16,6 +17,8 @@ from universal_event import (
     StepEndEvent,
     TextPart,
     ToolCallEvent,
+    ToolCallPart,
+    ToolResultEvent,
     TurnEndEvent,
     UserMessageEvent,
 )
@@ -113,6 +116,23 @@ def test_new_events_after_a_repair_are_repaired_again() -> None:
     interrupted = [e for e in again if isinstance(e, SessionInterruptedEvent)]
     assert [c.call_id for c in interrupted[0].open_tool_calls] == ["call_3_0"]
     assert interrupted[0].closed_turns == ["t3"]
+
+
+def test_a_call_id_reused_in_a_later_round_is_open_again() -> None:
+    """A provider that numbers calls per response reuses ``functions.search:0``: the
+    second round's call is open until its own result; a call logged after its result
+    is not."""
+    call = ToolCallPart(id="functions.search:0", name="search", arguments={})
+    asked = AssistantMessageEvent(content=[call])
+    answered = ToolResultEvent(call_id="functions.search:0", content=[TextPart(text="x")])
+    assert not find_open_work([asked, answered]).tool_calls
+    assert not find_open_work([answered, asked]).tool_calls  # logged after its result
+    reopened = find_open_work([asked, answered, asked]).tool_calls
+    assert [c.call_id for c in reopened.values()] == ["functions.search:0"]
+    assert not find_open_work([asked, answered, asked, answered]).tool_calls
+    started = ToolCallEvent(call_id="functions.search:0", name="search")
+    running = find_open_work([asked, started, answered, asked, started]).tool_calls
+    assert [c.state for c in running.values()] == ["running"]
 
 
 # ---------------------------------------------------------------- fork
