@@ -48,7 +48,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import msgspec
 
@@ -76,6 +76,7 @@ from universal_event.parts import (
 __all__ = [
     "ANTHROPIC_TOOL_IDS",
     "CHAT_TOOL_IDS",
+    "CallIds",
     "RESPONSES_TOOL_IDS",
     "Group",
     "GroupRenderer",
@@ -83,6 +84,7 @@ __all__ = [
     "RenderCache",
     "RenderPolicy",
     "RenderRun",
+    "RenderedHistory",
     "Renderer",
     "ToolIdFormat",
     "ToolIdMapper",
@@ -379,10 +381,12 @@ class Group:
     with its calls, in arrival order, synthetic ones (rule 6) appended in call order;
     ``users`` the user messages of the window, which every target wants after the
     results (rule 7). ``warnings`` is the render's one warning list: what a renderer
-    repairs or drops in this group is appended there.
+    repairs or drops in this group is appended there. ``marks``: how many blocks of
+    the group's wire messages carry a prompt-cache mark (Anthropic's limit, rule 10);
+    a renderer that writes marks sets it for every group it renders.
     """
 
-    __slots__ = ("assistant", "calls", "results", "users", "warnings")
+    __slots__ = ("assistant", "calls", "marks", "results", "users", "warnings")
 
     def __init__(
         self,
@@ -397,6 +401,7 @@ class Group:
         self.results = results
         self.users = users
         self.warnings = warnings
+        self.marks = 0
 
     def call(self, call_id: str) -> ToolCallPart | None:
         return self.calls.get(call_id)
@@ -499,11 +504,14 @@ def group_history(
         return [], warnings
     starts = _group_starts(messages, 0)
     ends = [*starts[1:], len(messages)]
-    counts: dict[str, int] = {}
+    call_ids = CallIds()
     groups = []
-    for start, end in zip(starts, ends, strict=True):
+    for index, (start, end) in enumerate(zip(starts, ends, strict=True)):
         group = repair_group(messages, start, end, policy, warnings)
-        unique_call_ids(group, counts)
+        if call_ids.in_use.isdisjoint(group.calls):
+            call_ids.in_use.update(group.calls)
+        else:
+            call_ids.add(group, index)
         groups.append(group)
     return groups, warnings
 
@@ -533,10 +541,10 @@ class _CacheState:
     warnings: list[WarningEvent] = field(default_factory=list)
     warning_ends: list[int] = field(default_factory=list)
     """``len(warnings)`` after each group."""
-    call_ids: dict[str, int] = field(default_factory=dict)
-    """Rule 8: how many groups so far use each call id (as rendered)."""
-    group_call_ids: list[tuple[str, ...]] = field(default_factory=list)
-    """The ids each group counted in ``call_ids`` (a rewind uncounts them)."""
+    call_ids: CallIds = field(default_factory=lambda: CallIds())
+    """Rule 8: the call ids the groups so far use."""
+    marks: dict[int, int] = field(default_factory=dict)
+    """``Group.marks`` of the groups that have any."""
 
     def rewind(self, messages: Sequence[Message]) -> int:
         """Keep the groups ``messages`` leaves valid, drop the rest; the index of the
@@ -548,6 +556,9 @@ class _CacheState:
         prefix = _common_prefix(self.messages, messages)
         keep = max(bisect.bisect_left(self.starts, prefix, lo=1) - 1, 0)
         start = self.starts[keep] if keep else 0
+        self.call_ids.forget(self.messages, self.starts, keep)
+        for index in [index for index in self.marks if index >= keep]:
+            del self.marks[index]
         del self.messages[prefix:]
         self.messages.extend(messages[prefix:])
         del self.starts[keep:]
@@ -555,10 +566,6 @@ class _CacheState:
         del self.wire_ends[keep:]
         del self.warnings[self.warning_ends[keep - 1] if keep else 0 :]
         del self.warning_ends[keep:]
-        for ids in self.group_call_ids[keep:]:
-            for call_id in ids:
-                self.call_ids[call_id] -= 1
-        del self.group_call_ids[keep:]
         return start
 
 
@@ -607,7 +614,7 @@ def render_history(
     *,
     cache: RenderCache | None = None,
     cache_key: Any = None,
-) -> tuple[list[dict[str, Any]], list[WarningEvent]]:
+) -> RenderedHistory:
     """Render every group of ``messages``; reuse cached groups when ``cache`` is given."""
     state = cache.take(cache_key) if cache is not None else None
     if state is None:
@@ -624,19 +631,36 @@ def render_history(
         starts = state.starts
         ends = [*starts[first + 1 :], len(messages)]
         group = Group(None, {}, [], [], warnings)
+        call_ids = state.call_ids
+        in_use = call_ids.in_use
         for index, end in enumerate(ends, first):
             repair_group(messages, starts[index], end, policy, warnings, group)
-            state.group_call_ids.append(unique_call_ids(group, state.call_ids))
+            if in_use.isdisjoint(group.calls):  # rule 8, inline for the usual group
+                in_use.update(group.calls)
+            else:
+                call_ids.add(group, index)
             render_group(group, wire)
             state.wire_ends.append(len(wire))
             state.warning_ends.append(len(warnings))
+            if group.marks:
+                state.marks[index] = group.marks
+    marks = sum(state.marks.values())
     if cache is None:
-        return wire, warnings
+        return RenderedHistory(wire, warnings, marks)
     cache.store(cache_key, state)
-    return list(wire), list(warnings)
+    return RenderedHistory(list(wire), list(warnings), marks)
 
 
-def unique_call_ids(group: Group, counts: dict[str, int]) -> tuple[str, ...]:
+class RenderedHistory(NamedTuple):
+    """What :func:`render_history` gives: the wire messages, the warnings, and how many
+    blocks carry a prompt-cache mark."""
+
+    wire: list[dict[str, Any]]
+    warnings: list[WarningEvent]
+    cache_marks: int
+
+
+class CallIds:
     """Rule 8: a call id an earlier group of the history already used gets ``#n``.
 
     Some providers number tool calls per response (Kimi ``functions.search:0``, Grok
@@ -645,26 +669,56 @@ def unique_call_ids(group: Group, counts: dict[str, int]) -> tuple[str, ...]:
     ids must be unique") and the OpenAI APIs pair by id. The n-th reuse of an id
     becomes ``<id>#<n>`` in the call and its results, the same on every render, with a
     ``tool_id_reused`` warning; the target's id mapping then applies as to any id.
-    ``counts`` is how many groups so far use each id; the ids this group counted are
-    returned (a cache rewind uncounts them).
+
+    Every id a group ends up with is new to the history, so ``in_use`` loses exactly
+    a group's ids when a cache rewind drops the group. The usual group (no id reused)
+    costs two set operations, done inline by :func:`render_history`.
     """
-    counted = []
-    renames: dict[str, str] = {}
-    for call_id in group.calls:
-        uses = counts.get(call_id, 0)
-        counts[call_id] = uses + 1
-        counted.append(call_id)
-        if uses:
-            renamed = f"{call_id}#{uses}"
-            while counts.get(renamed):
+
+    __slots__ = ("_renamed", "_uses", "in_use")
+
+    def __init__(self) -> None:
+        self.in_use: set[str] = set()
+        """Every id the groups so far use (a renamed one as renamed)."""
+        self._uses: dict[str, int] = {}  # reused id -> the last ``#n`` given
+        self._renamed: dict[int, list[tuple[str, str, int]]] = {}
+        """Group index -> (id, renamed to, the ``#n`` before) of its renamed calls."""
+
+    def add(self, group: Group, index: int) -> None:
+        """Count group ``index``'s calls; rename those an earlier group used."""
+        in_use = self.in_use
+        renames: dict[str, str] = {}
+        undo = self._renamed[index] = []
+        for call_id in group.calls:
+            if call_id not in in_use:
+                in_use.add(call_id)
+                continue
+            previous = self._uses.get(call_id, 0)
+            uses = previous + 1
+            while f"{call_id}#{uses}" in in_use:
                 uses += 1
-                renamed = f"{call_id}#{uses}"
-            counts[renamed] = 1
-            counted.append(renamed)
-            renames[call_id] = renamed
-    if renames:
+            renames[call_id] = renamed = f"{call_id}#{uses}"
+            in_use.add(renamed)
+            self._uses[call_id] = uses
+            undo.append((call_id, renamed, previous))
         _rename_calls(group, renames)
-    return tuple(counted)
+
+    def forget(self, messages: Sequence[Message], starts: Sequence[int], keep: int) -> None:
+        """Drop the groups from index ``keep`` on (a cache rewind); ``messages`` and
+        ``starts`` are the ones they were counted from."""
+        for index in range(len(starts) - 1, keep - 1, -1):
+            undo = self._renamed.pop(index, ())
+            renamed = {call_id: new for call_id, new, _ in undo}
+            first = messages[starts[index]]
+            if type(first) is AssistantMessage:
+                for part in first.content:
+                    if type(part) is ToolCallPart:
+                        self.in_use.discard(renamed.get(part.id, part.id))
+            for call_id, _, previous in reversed(undo):
+                if previous:
+                    self._uses[call_id] = previous
+                else:
+                    del self._uses[call_id]
 
 
 def _rename_calls(group: Group, renames: dict[str, str]) -> None:
@@ -747,7 +801,16 @@ class RenderRun:
     offered), in that order.
     """
 
-    __slots__ = ("api", "model", "policy", "provider", "sampling", "target", "warnings")
+    __slots__ = (
+        "api",
+        "cache_marks",
+        "model",
+        "policy",
+        "provider",
+        "sampling",
+        "target",
+        "warnings",
+    )
 
     def __init__(
         self,
@@ -759,6 +822,8 @@ class RenderRun:
         self.provider = provider
         self.api = api
         self.policy = policy or RenderPolicy()
+        self.cache_marks = 0
+        """Prompt-cache marks in the rendered history (after :meth:`history`)."""
         self.target = target_provenance(provider, api, header, self.policy)
         self.model: str = self.target.model or ""
         self.sampling, self.warnings = translate_sampling(
@@ -792,7 +857,7 @@ class RenderRun:
         *cache_key: Any,
     ) -> list[dict[str, Any]]:
         """The rendered history (``cache_key``: what else the groups depend on)."""
-        wire, warnings = render_history(
+        wire, warnings, self.cache_marks = render_history(
             messages,
             render_group,
             self.policy,

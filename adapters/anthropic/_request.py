@@ -121,7 +121,7 @@ def render_request(
     run.add_settings(kwargs, _HISTORY_KEYS)
     kwargs.setdefault("max_tokens", run.policy.default_max_tokens)
     _check_thinking_start(kwargs, run.policy, run.warnings)
-    _limit_cache_marks(kwargs, run.warnings)
+    _limit_cache_marks(kwargs, run.cache_marks, run.warnings)
     return run.finish(kwargs, _accepted(), warnings)
 
 
@@ -132,11 +132,23 @@ cache_control may be provided")."""
 _MarkPath = tuple[str, tuple[int, ...]]
 
 
-def _limit_cache_marks(kwargs: dict[str, Any], warnings: list[WarningEvent]) -> None:
+def _limit_cache_marks(
+    kwargs: dict[str, Any], history_marks: int, warnings: list[WarningEvent]
+) -> None:
     """Rule 10: at most :data:`MAX_CACHE_MARKS` marks. A history put together from
     several requests (each marking its own last blocks) can hold more; the earliest
     marks in the messages go first (they marked prefixes of requests long past), then,
-    if need be, the earliest of the tools and system prompt."""
+    if need be, the earliest of the tools and system prompt. ``history_marks`` (counted
+    while rendering, kept by the render cache) spares walking the messages when the
+    request is within the limit."""
+    head_marks = sum(
+        "cache_control" in item
+        for area in ("tools", "system")
+        if isinstance(items := kwargs.get(area), list)
+        for item in items
+    )
+    if head_marks + history_marks <= MAX_CACHE_MARKS:
+        return
     marks = _cache_marks(kwargs)
     excess = len(marks) - MAX_CACHE_MARKS
     if excess <= 0:
@@ -218,13 +230,16 @@ class _GroupRenderer(GroupRenderer):
     everything else goes through the general per-part functions below.
     """
 
-    __slots__ = ("keep_cache",)
+    __slots__ = ("keep_cache", "marks")
 
     def __init__(self, target: Provenance, policy: RenderPolicy) -> None:
         super().__init__(target, policy)
         self.keep_cache = policy.keep_cache_control
+        self.marks = 0
+        """``cache_control`` marks written for the group being rendered."""
 
     def __call__(self, group: Group, out: list[dict[str, Any]]) -> None:
+        self.marks = 0
         warnings = group.warnings
         if group.assistant is not None:
             content = self.assistant_blocks(group.assistant, warnings)
@@ -251,6 +266,7 @@ class _GroupRenderer(GroupRenderer):
             pending = []
         if pending:
             out.append({"role": "user", "content": pending})
+        group.marks = self.marks
 
     def assistant_blocks(
         self, message: AssistantMessage, warnings: list[WarningEvent]
@@ -277,6 +293,7 @@ class _GroupRenderer(GroupRenderer):
         }
         if part.cache_control is not None and self.keep_cache:
             block["cache_control"] = part.cache_control
+            self.marks += 1
         return block
 
     def other_block(
@@ -292,7 +309,10 @@ class _GroupRenderer(GroupRenderer):
             return self.thinking_block(part, message, warnings)
         if isinstance(part, ServerToolCallPart | ServerToolResultPart):
             if replayable_server_part(part, message, self.target, warnings):
-                return dict(part.native)
+                native = dict(part.native)
+                if "cache_control" in native:
+                    self.marks += 1
+                return native
             return None
         if isinstance(part, ImagePart):
             warnings.append(
@@ -324,6 +344,7 @@ class _GroupRenderer(GroupRenderer):
             block["citations"] = [c.native for c in part.citations]
         if part.cache_control is not None and self.keep_cache:
             block["cache_control"] = part.cache_control
+            self.marks += 1
         return block
 
     def tool_result(self, result: ToolMessage, warnings: list[WarningEvent]) -> dict[str, Any]:
@@ -349,6 +370,7 @@ class _GroupRenderer(GroupRenderer):
             block["is_error"] = True
         if result.cache_control is not None and self.keep_cache:
             block["cache_control"] = result.cache_control
+            self.marks += 1
         return block
 
     def blocks(
@@ -362,6 +384,8 @@ class _GroupRenderer(GroupRenderer):
                 block = self.text_block(part, None)
             else:
                 block = _media_block(part, self.keep_cache, warnings)
+                if block is not None and "cache_control" in block:
+                    self.marks += 1
             if block is not None:
                 blocks.append(block)
         return blocks

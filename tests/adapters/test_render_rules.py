@@ -684,6 +684,13 @@ def test_rule_10_at_most_four_cache_marks() -> None:
     assert dumped(few).count("cache_control") == 4  # four: nothing to trim
     again = renderer(messages[:4], header, cache=render_cache)
     assert [i for i, m in enumerate(again["messages"]) if "cache_control" in dumped(m)] == [0, 2]
+    cached_warnings: list[WarningEvent] = []
+    cached = renderer(messages, header, warnings=cached_warnings, cache=render_cache)
+    renderer(messages, header, cache=render_cache)  # every group from the cache now
+    assert cached == kwargs and "cache_control_trimmed" in [w.code for w in cached_warnings]
+    from_cache: list[WarningEvent] = []
+    assert renderer(messages, header, warnings=from_cache, cache=render_cache) == kwargs
+    assert "cache_control_trimmed" in [w.code for w in from_cache]
 
 
 # ---------------------------------------------------------------- rule 11
