@@ -423,12 +423,15 @@ def repair_group(
     policy: RenderPolicy,
     warnings: list[WarningEvent],
     into: Group | None = None,
+    call_ids: CallIds | None = None,
 ) -> Group:
-    """Pair calls and results in ``messages[start:end]``; repair orphans (rule 6).
+    """Pair calls and results in ``messages[start:end]``; repair orphans (rule 6);
+    with ``call_ids`` (the ids earlier groups use), rename reused ids (rule 8).
 
     ``into``: a group to fill instead of a new one (a render reuses one group object
     for all its groups; a renderer keeps nothing of the group beyond its call).
     """
+    group_start = start
     first = messages[start]
     calls: dict[str, ToolCallPart] = {}
     assistant = None
@@ -441,6 +444,12 @@ def repair_group(
     results: list[ToolMessage] = []
     users: list[UserMessage] = []
     open_ids = set(calls)
+    reused = False
+    if call_ids is not None:  # rule 8; the usual group: two set operations
+        if call_ids.in_use.isdisjoint(open_ids):
+            call_ids.in_use |= open_ids
+        else:
+            reused = True
     for message in messages[start:end]:
         if type(message) is ToolMessage:
             if message.call_id in open_ids:
@@ -461,8 +470,11 @@ def repair_group(
     if open_ids:
         _add_synthetic_results(calls, open_ids, results, policy, warnings)
     if into is None:
-        return Group(assistant, calls, results, users, warnings)
-    into.assistant, into.calls, into.results, into.users = assistant, calls, results, users
+        into = Group(assistant, calls, results, users, warnings)
+    else:
+        into.assistant, into.calls, into.results, into.users = assistant, calls, results, users
+    if reused:
+        call_ids.add(into, group_start)  # type: ignore[union-attr]  # reused implies given
     return into
 
 
@@ -505,14 +517,10 @@ def group_history(
     starts = _group_starts(messages, 0)
     ends = [*starts[1:], len(messages)]
     call_ids = CallIds()
-    groups = []
-    for index, (start, end) in enumerate(zip(starts, ends, strict=True)):
-        group = repair_group(messages, start, end, policy, warnings)
-        if call_ids.in_use.isdisjoint(group.calls):
-            call_ids.in_use.update(group.calls)
-        else:
-            call_ids.add(group, index)
-        groups.append(group)
+    groups = [
+        repair_group(messages, start, end, policy, warnings, call_ids=call_ids)
+        for start, end in zip(starts, ends, strict=True)
+    ]
     return groups, warnings
 
 
@@ -632,16 +640,13 @@ def render_history(
         ends = [*starts[first + 1 :], len(messages)]
         group = Group(None, {}, [], [], warnings)
         call_ids = state.call_ids
-        in_use = call_ids.in_use
+        cached = cache is not None
         for index, end in enumerate(ends, first):
-            repair_group(messages, starts[index], end, policy, warnings, group)
-            if in_use.isdisjoint(group.calls):  # rule 8, inline for the usual group
-                in_use.update(group.calls)
-            else:
-                call_ids.add(group, index)
+            repair_group(messages, starts[index], end, policy, warnings, group, call_ids)
             render_group(group, wire)
-            state.wire_ends.append(len(wire))
-            state.warning_ends.append(len(warnings))
+            if cached:  # where each group ends, for a later rewind
+                state.wire_ends.append(len(wire))
+                state.warning_ends.append(len(warnings))
             if group.marks:
                 state.marks[index] = group.marks
     marks = sum(state.marks.values())
@@ -672,7 +677,7 @@ class CallIds:
 
     Every id a group ends up with is new to the history, so ``in_use`` loses exactly
     a group's ids when a cache rewind drops the group. The usual group (no id reused)
-    costs two set operations, done inline by :func:`render_history`.
+    costs two set operations, done by :func:`repair_group`; :meth:`add` takes the rest.
     """
 
     __slots__ = ("_renamed", "_uses", "in_use")
@@ -682,13 +687,15 @@ class CallIds:
         """Every id the groups so far use (a renamed one as renamed)."""
         self._uses: dict[str, int] = {}  # reused id -> the last ``#n`` given
         self._renamed: dict[int, list[tuple[str, str, int]]] = {}
-        """Group index -> (id, renamed to, the ``#n`` before) of its renamed calls."""
+        """A group's first message index -> (id, renamed to, the ``#n`` before) of its
+        renamed calls."""
 
-    def add(self, group: Group, index: int) -> None:
-        """Count group ``index``'s calls; rename those an earlier group used."""
+    def add(self, group: Group, start: int) -> None:
+        """Count the calls of the group starting at message ``start``; rename those an
+        earlier group used."""
         in_use = self.in_use
         renames: dict[str, str] = {}
-        undo = self._renamed[index] = []
+        undo = self._renamed[start] = []
         for call_id in group.calls:
             if call_id not in in_use:
                 in_use.add(call_id)
@@ -707,7 +714,7 @@ class CallIds:
         """Drop the groups from index ``keep`` on (a cache rewind); ``messages`` and
         ``starts`` are the ones they were counted from."""
         for index in range(len(starts) - 1, keep - 1, -1):
-            undo = self._renamed.pop(index, ())
+            undo = self._renamed.pop(starts[index], ())
             renamed = {call_id: new for call_id, new, _ in undo}
             first = messages[starts[index]]
             if type(first) is AssistantMessage:
