@@ -382,8 +382,8 @@ class Group:
     ``users`` the user messages of the window, which every target wants after the
     results (rule 7). ``warnings`` is the render's one warning list: what a renderer
     repairs or drops in this group is appended there. ``marks``: how many blocks of
-    the group's wire messages carry a prompt-cache mark (Anthropic's limit, rule 10);
-    a renderer that writes marks sets it for every group it renders.
+    the group's wire messages carry a prompt-cache mark (Anthropic's limit, rule 10),
+    set by a renderer that writes marks and read (and reset) by the driver.
     """
 
     __slots__ = ("assistant", "calls", "marks", "results", "users", "warnings")
@@ -446,8 +446,9 @@ def repair_group(
     open_ids = set(calls)
     reused = False
     if call_ids is not None:  # rule 8; the usual group: two set operations
-        if call_ids.in_use.isdisjoint(open_ids):
-            call_ids.in_use |= open_ids
+        in_use = call_ids.in_use
+        if in_use.isdisjoint(open_ids):
+            in_use |= open_ids
         else:
             reused = True
     for message in messages[start:end]:
@@ -648,7 +649,7 @@ def render_history(
                 state.wire_ends.append(len(wire))
                 state.warning_ends.append(len(warnings))
             if group.marks:
-                state.marks[index] = group.marks
+                state.marks[index], group.marks = group.marks, 0
     marks = sum(state.marks.values())
     if cache is None:
         return RenderedHistory(wire, warnings, marks)

@@ -239,7 +239,6 @@ class _GroupRenderer(GroupRenderer):
         """``cache_control`` marks written for the group being rendered."""
 
     def __call__(self, group: Group, out: list[dict[str, Any]]) -> None:
-        self.marks = 0
         warnings = group.warnings
         if group.assistant is not None:
             content = self.assistant_blocks(group.assistant, warnings)
@@ -266,7 +265,8 @@ class _GroupRenderer(GroupRenderer):
             pending = []
         if pending:
             out.append({"role": "user", "content": pending})
-        group.marks = self.marks
+        if self.marks:  # rare: spares two attribute writes per group
+            group.marks, self.marks = self.marks, 0
 
     def assistant_blocks(
         self, message: AssistantMessage, warnings: list[WarningEvent]
@@ -356,14 +356,15 @@ class _GroupRenderer(GroupRenderer):
             or map_tool_call_id(result.call_id, ANTHROPIC_TOOL_IDS),
         }
         parts = result.content
-        only = parts[0] if len(parts) == 1 else None
         if (
-            type(only) is TextPart
+            len(parts) == 1
+            and type(only := parts[0]) is TextPart
             and not only.citations
             and (only.cache_control is None or not self.keep_cache)
         ):
-            if not is_blank(only.text):
-                block["content"] = only.text
+            text = only.text
+            if text and not text.isspace():  # is_blank, inline: every result passes here
+                block["content"] = text
         elif parts and (blocks := self.blocks(parts, warnings)):
             block["content"] = blocks
         if result.is_error:

@@ -319,8 +319,8 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
 
     Leading ``system`` / ``developer`` messages become the header's system prompt
     (joined by a blank line); later ones become user messages that keep their role
-    (``UserMessageEvent.instruction_role``) and are rendered back in it. Assistant content gets the provenance
-    ``("openai", "chat", model)``.
+    (``UserMessageEvent.instruction_role``) and are rendered back in it. Assistant
+    content gets the provenance ``("openai", "chat", model)``.
     """
     body = request_body(kwargs)
     model = body.get("model")

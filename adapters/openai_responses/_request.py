@@ -151,31 +151,35 @@ class _GroupRenderer(GroupRenderer):
             )
         add_openai_users(group, _input_part, out, _same_role)
 
-    def replayable(self, part: ThinkingPart, message: AssistantMessage, index: int) -> bool:
-        """Rule 4: same origin, an ``rs_`` id, a following item, and encrypted content
-        unless the API keeps the items (``store`` not false)."""
+    def replayable(self, part: ThinkingPart, message: AssistantMessage) -> bool:
+        """Rule 4: same origin, an ``rs_`` id, and encrypted content unless the API
+        keeps the items (``store`` not false)."""
         if not self.native(reasoning_origin(part, message)) or not part.id:
             return False
-        if part.encrypted_content is None and not self.stored:
-            return False
-        return any(not isinstance(later, ThinkingPart) for later in message.content[index + 1 :])
+        return part.encrypted_content is not None or self.stored
 
     def assistant_items(
         self, message: AssistantMessage, items: list[dict[str, Any]], warnings: list[WarningEvent]
     ) -> None:
-        replay: dict[int, bool] = {}  # per reasoning part: replayed natively?
-        for index, part in enumerate(message.content):
+        content = message.content
+        replay: dict[int, bool] = {}  # per reasoning part: replayable natively?
+        for index, part in enumerate(content):
             if type(part) is ThinkingPart:
-                replay[index] = self.replayable(part, message, index)
-        # rule 4: fc_ / msg_ ids go back only to their origin, with all its reasoning
-        keep_ids = self.native(message.provenance) and (not replay or all(replay.values()))
-        for index, part in enumerate(message.content):
+                # rule 4: and only with an item after it (not a blank text, which is
+                # not sent): a cut turn's last reasoning has none
+                replay[index] = self.replayable(part, message) and any(
+                    map(_is_item, content[index + 1 :])
+                )
+        # rule 4: fc_ / msg_ ids go back only to their origin, with all its reasoning;
+        # without their ids, no reasoning item goes back either
+        keep_ids = self.native(message.provenance) and all(replay.values())
+        for index, part in enumerate(content):
             if isinstance(part, ToolCallPart):
                 items.append(_call_item(part, keep_ids))
             elif isinstance(part, TextPart | RefusalPart):
                 _add_text(items, part, keep_ids)
             elif isinstance(part, ThinkingPart):
-                if replay[index]:
+                if keep_ids:  # every reasoning part of the message is replayable
                     items.append(_reasoning_item(part))
                     continue
                 text = foreign_reasoning(
@@ -184,8 +188,9 @@ class _GroupRenderer(GroupRenderer):
                     self.target,
                     self.policy,
                     warnings,
-                    "other origin, no rs_ id, no following item, or store=false without "
-                    "encrypted_content",
+                    "other origin, no rs_ id, no following item, store=false without "
+                    "encrypted_content, or another reasoning item of the message is not "
+                    "replayable",
                 )
                 if text is not None:
                     items.append({"role": "assistant", "content": text})
@@ -196,6 +201,13 @@ class _GroupRenderer(GroupRenderer):
                 warnings.append(warning("image_dropped", "no images in Responses assistant items"))
             else:
                 assert_never(part)
+
+
+def _is_item(part: AssistantPart) -> bool:
+    """Whether a part goes out as an input item (what a reasoning item needs after it)."""
+    if isinstance(part, TextPart | RefusalPart):
+        return not is_blank(part.text)
+    return not isinstance(part, ThinkingPart | ImagePart)
 
 
 def _add_text(items: list[dict[str, Any]], part: TextPart | RefusalPart, keep_ids: bool) -> None:

@@ -291,6 +291,39 @@ def test_rule_4_reasoning_without_following_item_is_dropped_with_ids() -> None:
     assert "reasoning_dropped" in [w.code for w in warnings]
 
 
+def test_rule_4_no_reasoning_item_goes_back_without_its_ids() -> None:
+    """A cut turn's last reasoning item has nothing after it: it cannot go back, so the
+    message's ids cannot either, and then neither can its other reasoning (an rs_ item
+    before an fc_ item that lost its id is the pairing error of vercel/ai#7099)."""
+    cut = AssistantMessage(
+        content=[
+            encrypted(GPT, "rs_1"),
+            ToolCallPart(id="call_1", name="get", arguments={}, item_id="fc_1"),
+            encrypted(GPT, "rs_2"),
+        ],
+        provenance=GPT,
+        status="partial",
+    )
+    kwargs, warnings = render("openai-responses", [user("hi"), cut, result("call_1"), user("go")])
+    wire = history(kwargs)
+    assert [item.get("type", item.get("role")) for item in wire] == [
+        "user", "function_call", "function_call_output", "user"
+    ]  # fmt: skip
+    assert "fc_1" not in dumped(wire) and "rs_" not in dumped(wire)
+    assert [w.code for w in warnings] == ["reasoning_dropped", "reasoning_dropped"]
+
+
+def test_rule_4_a_blank_text_is_no_following_item() -> None:
+    """The text after the reasoning is blank and not sent (rule 8): the reasoning item
+    would go out alone."""
+    blank_after = AssistantMessage(
+        content=[encrypted(GPT, "rs_1"), TextPart(text=" ", item_id="msg_1")], provenance=GPT
+    )
+    kwargs, warnings = render("openai-responses", [user("hi"), blank_after, user("go")])
+    assert [item.get("role") for item in history(kwargs)] == ["user", "user"]
+    assert [w.code for w in warnings] == ["reasoning_dropped"]
+
+
 def test_rule_4_store_false_needs_encrypted_content() -> None:
     bare = ThinkingPart(text="s", summary=["s"], id="rs_9", provenance=GPT)
     messages: list[Message] = [

@@ -390,8 +390,8 @@ def page_through(
     """Stream ``start <= seq < end`` in pages of ``page_size`` rows (bounded memory).
 
     ``read_page(first, stop)`` returns how many rows the page holds and its events in
-    batches; a short page (or an empty one) is the end of the session. Lazy: nothing is read before the
-    first event is asked for.
+    batches; a short page (or an empty one) is the end of the session. Lazy: nothing
+    is read before the first event is asked for.
     """
     return chain.from_iterable(_pages(start, end, read_page, page_size))
 
