@@ -162,18 +162,17 @@ class _GroupRenderer(GroupRenderer):
         self, message: AssistantMessage, items: list[dict[str, Any]], warnings: list[WarningEvent]
     ) -> None:
         content = message.content
-        replay: dict[int, bool] = {}  # per reasoning part: replayable natively?
-        for index, part in enumerate(content):
-            if type(part) is ThinkingPart:
-                # rule 4: and only with an item after it (not a blank text, which is
-                # not sent): a cut turn's last reasoning has none
-                replay[index] = self.replayable(part, message) and any(
-                    map(_is_item, content[index + 1 :])
-                )
-        # rule 4: fc_ / msg_ ids go back only to their origin, with all its reasoning;
-        # without their ids, no reasoning item goes back either
-        keep_ids = self.native(message.provenance) and all(replay.values())
-        for index, part in enumerate(content):
+        # rule 4: a reasoning part is replayable with an item after it (not a blank
+        # text, which is not sent: a cut turn's last reasoning has none) ...
+        replayable = [
+            self.replayable(part, message) and any(map(_is_item, content[index + 1 :]))
+            for index, part in enumerate(content)
+            if type(part) is ThinkingPart
+        ]
+        # ... fc_ / msg_ ids go back only to their origin, with all its reasoning, and
+        # without their ids no reasoning item goes back either
+        keep_ids = self.native(message.provenance) and all(replayable)
+        for part in content:
             if isinstance(part, ToolCallPart):
                 items.append(_call_item(part, keep_ids))
             elif isinstance(part, TextPart | RefusalPart):
