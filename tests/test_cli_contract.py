@@ -134,3 +134,47 @@ def test_reading_a_missing_store_reports_it_and_creates_nothing(
     assert listed.returncode == 0, listed.stderr
     assert b"s1" not in listed.stdout
     assert not (tmp_path / "absent").exists()
+
+
+def test_a_run_repairs_a_session_its_last_run_left_cut_off(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """DESIGN: repair on load of a non-live session. ``run`` continuing a session whose
+    last run was killed mid-turn first closes that turn (interrupted) and reports the
+    tool call it left open; a clean session is left as it is."""
+    from universal_event.cli import _repair_before_continuing
+    from universal_event.events import (
+        AssistantMessageEvent,
+        SessionEndedSeqEvent,
+        SessionInterruptedEvent,
+        TurnEndEvent,
+        TurnStartEvent,
+    )
+    from universal_event.log import SessionLog
+    from universal_event.parts import ToolCallPart
+    from universal_event.stores import open_store
+
+    store = open_store(f"sqlite:///{tmp_path / 's.db'}")
+    cut = SessionLog(store, "cut")
+    cut.append(TurnStartEvent(turn_id="t1"))
+    call = ToolCallPart(id="call_1", name="Bash", arguments={"command": "sleep 9"})
+    cut.append(AssistantMessageEvent(turn_id="t1", content=[call]))
+    cut.checkpoint()
+    cut.close()  # the process that wrote it is gone
+
+    _repair_before_continuing(store, "cut")
+    events = SessionLog.open(store, "cut").events()
+    assert [type(e) for e in events[2:]] == [
+        TurnEndEvent,
+        SessionInterruptedEvent,
+        SessionEndedSeqEvent,
+    ]
+    interrupted = events[3]
+    assert isinstance(interrupted, SessionInterruptedEvent)
+    assert [c.call_id for c in interrupted.open_tool_calls] == ["call_1"]
+    assert "the last run was cut off" in capsys.readouterr().err
+    _repair_before_continuing(store, "cut")  # nothing open any more
+    _repair_before_continuing(store, "new")  # no such session yet: nothing to do
+    assert len(SessionLog.open(store, "cut").events()) == 5
+    assert capsys.readouterr().err == ""
+    store.close()

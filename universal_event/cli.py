@@ -318,6 +318,7 @@ def _drive(args: argparse.Namespace, runtime: str, prompt: str | None) -> int:
                 print(row, file=sys.stderr, flush=True)
 
         runner = make_runner(runtime, model_url, places, args.model, on_event=show)  # type: ignore[arg-type]
+        _repair_before_continuing(store, args.session)
         log = SessionLog(store, args.session)
         stack.callback(log.close)
         status = "completed"
@@ -348,6 +349,25 @@ def _drive(args: argparse.Namespace, runtime: str, prompt: str | None) -> int:
             status = result.status
         print("\n".join(timeline_lines(args.session, log.events())))
     return 0 if status == "completed" else 1
+
+
+def _repair_before_continuing(store: Store, session_id: str) -> None:
+    """A session whose last run was cut off (the process killed, a crash) is repaired
+    when a new run loads it to continue: its open turns and steps end interrupted, its
+    open tool calls are reported, before the new turn begins."""
+    from universal_event.repair import repair
+
+    if store.latest_seq(session_id) < 0:
+        return
+    appended = repair(
+        store, session_id, reason="the last run was cut off; repaired before this one"
+    )
+    if appended:
+        print(
+            f"universal-event: session {session_id}: the last run was cut off; closed what it "
+            f"left open (seqs {appended[0].seq}..{appended[-1].seq})",
+            file=sys.stderr,
+        )
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -162,7 +162,12 @@ class SessionLog:
 
     @classmethod
     def open(cls, store: Store, session_id: str, *, live: bool = False) -> SessionLog:
-        """Load an existing session; ``live=True`` when this process keeps writing it."""
+        """Load an existing session; ``live=True`` when this process keeps writing it.
+
+        Loading writes nothing (a reader may be looking at a session another process
+        is still writing). Closing what a cut-off writer left open is :meth:`repair`;
+        the ``run`` command repairs a session before it continues it.
+        """
         if store.latest_seq(session_id) < 0:
             raise SessionNotFoundError(session_id)
         return cls(store, session_id, live=live)

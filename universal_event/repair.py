@@ -149,7 +149,7 @@ def repair_log(log: SessionLog, *, reason: str | None = None) -> list[Event]:
             SessionInterruptedEvent(
                 open_tool_calls=list(work.tool_calls.values()),
                 closed_turns=[t for t in work.turns if t is not None],
-                reason=reason or "session cut off; repaired on load",
+                reason=reason or "session cut off; repaired",
             )
         )
     )
