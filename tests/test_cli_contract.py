@@ -178,3 +178,18 @@ def test_a_run_repairs_a_session_its_last_run_left_cut_off(
     assert len(SessionLog.open(store, "cut").events()) == 5
     assert capsys.readouterr().err == ""
     store.close()
+
+
+def test_store_may_come_before_the_command(tmp_path: Path) -> None:
+    """DESIGN: ``--store URL`` everywhere: before the command or after it (after wins)."""
+    before = tmp_path / "before.db"
+    after = tmp_path / "after.db"
+    imported = _run(
+        "--store", f"sqlite:///{before}", "import", "--from", "claude-code", str(CAPTURE),
+        "--session", "s1",
+    )  # fmt: skip
+    assert imported.returncode == 0, imported.stderr
+    listed = _run("--store", f"sqlite:///{before}", "sessions")
+    assert listed.returncode == 0 and b"s1" in listed.stdout
+    both = _run("--store", f"sqlite:///{before}", "sessions", "--store", f"sqlite:///{after}")
+    assert both.returncode == 0 and b"s1" not in both.stdout and not after.exists()

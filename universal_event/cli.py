@@ -48,7 +48,9 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def _store_url(args: argparse.Namespace) -> str:
-    url: str | None = args.store
+    """``--store`` after the command, else before it, else the environment, else the
+    embedded default."""
+    url: str | None = args.store or getattr(args, "global_store", None)
     return url or os.environ.get("UNIVERSAL_EVENT_STORE") or DEFAULT_STORE_URL
 
 
@@ -415,12 +417,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="universal-event",
         description="One event schema for every agent runtime.",
     )
+    store_help = f"store URL (default: $UNIVERSAL_EVENT_STORE, else {DEFAULT_STORE_URL})"
+    # Before the command or after it: the command's own dest would overwrite the
+    # global one with its default (argparse), so the global one has a dest of its own.
+    parser.add_argument("--store", dest="global_store", default=None, help=store_help)
     store_option = argparse.ArgumentParser(add_help=False)
-    store_option.add_argument(
-        "--store",
-        default=None,
-        help=f"store URL (default: $UNIVERSAL_EVENT_STORE, else {DEFAULT_STORE_URL})",
-    )
+    store_option.add_argument("--store", default=None, help=store_help)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
