@@ -1,7 +1,8 @@
 """The ``universal-event`` command line (also ``python -m universal_event``).
 
-The command and option names are a stable contract: scripts rely on them.
-Commands whose parts are not built exit 2 with a "not available yet" message.
+The command and option names are a stable contract: scripts rely on them. Exit
+status: 0 done, 1 an error (one ``universal-event: error: ...`` line on stderr), 2 a
+usage error or a runtime that is not installed.
 """
 
 from __future__ import annotations
