@@ -143,7 +143,8 @@ class Adapter(ABC):
         if "id" not in fields:
             fields["id"] = self._event_id()
         if "ts" not in fields:
-            fields["ts"] = self._event_ts()
+            native = self._native_time
+            fields["ts"] = time.time() if native is None else native
         if "source" not in fields:
             fields["source"] = self._event_source(native_type, native_id, model)
         # All in one dict: keywords *and* ``**fields`` would be merged into a new one.
@@ -156,11 +157,6 @@ class Adapter(ABC):
     def _event_id(self) -> str:
         """Hook: a fresh event id."""
         return new_id()
-
-    def _event_ts(self) -> float:
-        """An event's ``ts``: the native item's own time when known, else now."""
-        native = self._native_time
-        return time.time() if native is None else native
 
     def _event_source(
         self, native_type: str | None, native_id: str | None, model: str | None

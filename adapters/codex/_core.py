@@ -27,6 +27,7 @@ mid-stream) are abandoned: the retry starts a new item.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from itertools import count
 from typing import Any, ClassVar, Literal
@@ -135,6 +136,8 @@ class CodexCore(Adapter):
         self._turn_open = False
         self._turn_usage: Usage | None = None
         self._parts: list[AssistantPart] = []
+        self._parts_before_model = False
+        """A part of the message being gathered was made while the model was unknown."""
         self._keys: list[tuple[str, str] | None] = []
         self._replay: list[int] = []
         self._replay_at = 0
@@ -190,7 +193,7 @@ class CodexCore(Adapter):
         return NativeUnknownEvent(
             id=_fast_id(),
             session_id=self.session_id,
-            ts=self._event_ts(),
+            ts=time.time() if self._native_time is None else self._native_time,
             source=self._source(native_type),
             turn_id=self.turn_id,
             step=self.step,
@@ -296,6 +299,8 @@ class CodexCore(Adapter):
 
     def _add_part(self, part: AssistantPart, key: tuple[str, str] | None) -> bool:
         """Add a completed item's part; True when it re-emits a failed attempt's item."""
+        if self.model is None:
+            self._parts_before_model = True
         if self._replay:
             if self._replay_at < len(self._replay) and key is not None:
                 index = self._replay[self._replay_at]
@@ -339,12 +344,15 @@ class CodexCore(Adapter):
             for item in self._open_items.values():
                 self._parts.append(item.part(provenance))
             self._open_items.clear()
+            if self.model is None:
+                self._parts_before_model = True
         if not self._parts:
             return
         parts = self._parts
         if self._raw_items:  # only with raw events: spares a call per part without them
             parts = [self._with_raw(part) for part in parts]
-        parts = [self._with_model(part) for part in parts]
+        if self._parts_before_model and self.model is not None:
+            parts = [self._with_model(part) for part in parts]
         message_id = next((p.item_id for p in parts if isinstance(p, TextPart) and p.item_id), None)
         out.append(
             self.make(
@@ -360,6 +368,7 @@ class CodexCore(Adapter):
         self._parts = []
         self._keys = []
         self._replay = []
+        self._parts_before_model = False
 
     def _with_model(self, part: AssistantPart) -> AssistantPart:
         """A part made before the model was known gets it now (provenance rule 1: the
@@ -416,7 +425,7 @@ class CodexCore(Adapter):
             AssistantChunkEvent(
                 id=_fast_id(),
                 session_id=self.session_id,
-                ts=self._event_ts(),
+                ts=time.time() if self._native_time is None else self._native_time,
                 source=source,
                 turn_id=self.turn_id,
                 message_id=item_id,
