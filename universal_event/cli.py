@@ -123,12 +123,12 @@ def _open_log(store: Store, session_id: str) -> SessionLog:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    """Normalise a native input into a stored session; importing it again adds nothing."""
-    from universal_event.ingest import normalize_bytes, with_stable_ids
+    """Normalise a native input into a stored session; importing it again adds nothing
+    (and once it has grown, only what is new: :func:`~universal_event.ingest.import_events`)."""
+    from universal_event.ingest import import_events
     from universal_event.log import SessionLog
 
-    data = _read_input(args.file)
-    events = with_stable_ids(args.runtime, data, normalize_bytes(args.runtime, data))
+    events = import_events(args.runtime, _read_input(args.file))
     store = _open_store(args)
     try:
         log = SessionLog(store, args.session)

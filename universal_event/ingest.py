@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from universal_event.events import Event
 
-__all__ = ["REQUEST_RUNTIMES", "normalize_bytes", "parse_request_body", "with_stable_ids"]
+__all__ = [
+    "REQUEST_RUNTIMES",
+    "import_events",
+    "normalize_bytes",
+    "parse_request_body",
+    "with_stable_ids",
+]
 
 REQUEST_RUNTIMES: dict[str, str] = {
     "anthropic-request": "adapters.anthropic",
@@ -51,6 +57,57 @@ def parse_request_body(runtime: str, data: bytes) -> list[Event]:
     if not isinstance(body, dict):
         raise DecodeError("a request body must be a JSON object")
     events: list[Event] = importlib.import_module(REQUEST_RUNTIMES[runtime]).parse_request(body)
+    return events
+
+
+def import_events(runtime: str, data: bytes) -> list[Event]:
+    """The events of a native input, each with an id that depends only on the input up
+    to the line that completed it (and its place among that line's events).
+
+    The log is idempotent by event id, so importing the same input again adds nothing,
+    and importing it again once it has grown (a capture still being written, a
+    transcript with new turns) adds only what the new lines complete. What the shorter
+    input's end closed (a turn cut there ends ``interrupted``) stays logged. A request
+    body, or any input that is one JSON document, is numbered from its bytes as a whole
+    (:func:`with_stable_ids`).
+    """
+    if runtime in REQUEST_RUNTIMES:
+        return with_stable_ids(runtime, data, parse_request_body(runtime, data))
+    import hashlib
+
+    import msgspec
+
+    from adapters import create_adapter
+
+    try:
+        msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        pass  # lines (JSON lines, SSE): numbered line by line below
+    else:  # one JSON document (a non-streamed response): whole, as a request body is
+        return with_stable_ids(runtime, data, normalize_bytes(runtime, data))
+
+    adapter = create_adapter(runtime)
+    read_so_far = hashlib.sha256(runtime.encode() + b"\0")
+    events: list[Event] = []
+
+    def numbered(completed: list[Event], digest: str) -> None:
+        events.extend(
+            msgspec.structs.replace(event, id=f"import-{digest}-{index}")
+            for index, event in enumerate(completed)
+        )
+
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end + 1
+        line = data[start:end]
+        start = end
+        read_so_far.update(line)
+        completed = adapter.feed(line)
+        if completed:
+            numbered(completed, read_so_far.copy().hexdigest()[:24])
+    read_so_far.update(b"\0end of input")
+    numbered(adapter.close(), read_so_far.hexdigest()[:24])
     return events
 
 

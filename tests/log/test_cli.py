@@ -8,10 +8,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from adapters import create_adapter
 from tests.log.conftest import add_turn
 from universal_event import SessionInterruptedEvent, SessionLog, decode_lines
 from universal_event.cli import main
-from universal_event.ingest import normalize_bytes
+from universal_event.ingest import import_events, normalize_bytes
 from universal_event.stores import open_store
 
 FIXTURE = (
@@ -213,3 +214,39 @@ def test_show_counts_a_tool_as_run_when_only_its_result_is_logged(
     status, out, _ = run(capsys, "show", "cc", "--store", durable_url)
     assert status == 0
     assert out.splitlines()[0].endswith(", 1 turns, 1 tool calls requested, 1 run")
+
+
+TRANSCRIPT = (
+    Path(__file__).parent.parent
+    / "fixtures/recorded/claude-code/session_transcript_init_claude_md.jsonl"
+)
+
+
+def test_importing_a_grown_input_adds_only_what_is_new(
+    durable_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A transcript imported while it was being written, then again when it has grown:
+    the second import adds what the new lines completed, not the first part again."""
+    lines = TRANSCRIPT.read_bytes().splitlines(keepends=True)
+    early = tmp_path / "early.jsonl"
+    early.write_bytes(b"".join(lines[:8]))
+    args = ("import", "--from", "claude-code-transcript", "--session", "t", "--store", durable_url)
+    assert run(capsys, *args[:3], str(early), *args[3:])[0] == 0
+    early_ids = [e.id for e in open_store(durable_url).read("t")]
+    assert run(capsys, *args[:3], str(TRANSCRIPT), *args[3:])[0] == 0
+    events = list(open_store(durable_url).read("t"))
+    ids = [e.id for e in events]
+    assert len(set(ids)) == len(ids) and ids[: len(early_ids)] == early_ids
+    full = import_events("claude-code-transcript", TRANSCRIPT.read_bytes())
+    closed_early = import_events("claude-code-transcript", b"".join(lines[:8]))
+    # what the early import completed before its end is shared; the events its end
+    # closed (the message and turn it cut) are its own
+    adapter = create_adapter("claude-code-transcript")
+    for line in lines[:8]:
+        adapter.feed(line)
+    closed_at_end = len(adapter.close())
+    shared = {e.id for e in full} & set(early_ids)
+    assert closed_at_end > 0 and len(shared) == len(closed_early) - closed_at_end > 5
+    assert len(events) == len(full) + len(set(early_ids) - shared)
+    _, out, _ = run(capsys, *args[:3], str(TRANSCRIPT), *args[3:])
+    assert f"0 events imported, {len(events)} in all" in out
