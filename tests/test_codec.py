@@ -10,7 +10,9 @@ from hypothesis import given, settings
 
 import universal_event as ue
 from tests.strategies import events
-from universal_event.events import EVENT_TYPES
+from universal_event import codec
+from universal_event.errors import DecodeError
+from universal_event.events import EVENT_TYPES, UserMessageEvent
 
 
 def _minimal(info: mi.Type) -> object:
@@ -186,3 +188,16 @@ def test_a_20_mb_string_field_round_trips_without_needless_copies() -> None:
 def test_malformed_json_with_a_readable_unknown_type_is_a_decode_error() -> None:
     with pytest.raises(ue.DecodeError):
         ue.decode(b'{"type":"assistant/c{"type":"x"}')
+
+
+def test_text_input_and_text_that_is_not_utf8() -> None:
+    """``decode_lines`` takes a ``str`` as ``decode`` does; a lone surrogate (no UTF-8
+    for it) is a DecodeError naming the character, not a UnicodeEncodeError."""
+    line = '{"type":"user/message","content":[{"type":"text","text":"hé"}]}\n'
+    (event,) = codec.decode_lines(line * 1)
+    assert isinstance(event, UserMessageEvent)
+    for bad in ("\ud800", '{"type":"user/message","id":"\ud800"}'):
+        with pytest.raises(DecodeError, match="not encodable as UTF-8 at character"):
+            codec.decode(bad)
+    with pytest.raises(DecodeError, match="character 1"):
+        codec.decode_lines("x\ud800")

@@ -84,10 +84,20 @@ def decode_msgpack(
     return _decode(_msgpack_decoder, _raw_msgpack_decoder, data, unknown, line=None)
 
 
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode()
+    except UnicodeEncodeError as exc:
+        message = f"not encodable as UTF-8 at character {exc.start}: {exc.reason}"
+        raise DecodeError(message) from None
+
+
 def iter_lines(
-    data: bytes | bytearray | memoryview, *, unknown: UnknownPolicy = "preserve"
+    data: bytes | bytearray | memoryview | str, *, unknown: UnknownPolicy = "preserve"
 ) -> Iterator[Event]:
     """Decode JSON lines lazily; blank lines are skipped. Errors name the line."""
+    if isinstance(data, str):
+        data = _utf8(data)
     view = memoryview(data)
     start = 0
     line_number = 0
@@ -106,7 +116,7 @@ def iter_lines(
 
 
 def decode_lines(
-    data: bytes | bytearray | memoryview, *, unknown: UnknownPolicy = "preserve"
+    data: bytes | bytearray | memoryview | str, *, unknown: UnknownPolicy = "preserve"
 ) -> list[Event]:
     """Decode JSON lines into a list of events."""
     return list(iter_lines(data, unknown=unknown))
@@ -133,6 +143,10 @@ def _decode(
         raise _as_decode_error(exc, line=line) from None
     except UnicodeDecodeError as exc:
         raise DecodeError(f"invalid UTF-8 at byte {exc.start}: {exc.reason}", line=line) from None
+    except UnicodeEncodeError as exc:  # a str holding a lone surrogate
+        raise DecodeError(
+            f"not encodable as UTF-8 at character {exc.start}: {exc.reason}", line=line
+        ) from None
     except RecursionError:
         raise DecodeError("nesting too deep (recursion limit)", line=line) from None
 

@@ -198,6 +198,22 @@ def test_sqlite_rows_missing_from_the_end(tmp_path: Path) -> None:
     assert [e.seq for e in store.read("good")] == list(range(6))
 
 
+def test_sqlite_text_payload_beside_an_unknown_event_type(tmp_path: Path) -> None:
+    """A payload stored as TEXT (the sqlite3 shell writes them so) in a page that also
+    holds a future event type: the page is decoded row by row, both read."""
+    path = tmp_path / "x.db"
+    store = SqliteStore(path)
+    _fill(store, "mixed")
+    with sqlite3.connect(path) as raw:
+        raw.execute("UPDATE events SET payload = CAST(payload AS TEXT) WHERE seq = 3")
+        future = b'{"type":"zz/future","seq":4,"session_id":"mixed","id":"f4"}'
+        raw.execute("UPDATE events SET payload = ? WHERE seq = 4", (future,))
+    events = list(store.read("mixed"))
+    assert [e.seq for e in events] == list(range(6))
+    assert type(events[3]).__name__ != "NativeUnknownEvent"
+    assert type(events[4]).__name__ == "NativeUnknownEvent"
+
+
 def test_sqlite_truncated_file(tmp_path: Path) -> None:
     """A database file cut short is refused with a typed error, not a crash."""
     path = tmp_path / "x.db"

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import importlib
 import os
+import sqlite3
 from typing import Any
 
-from universal_event.errors import StoreNotFoundError, StoreURLError
+from universal_event.errors import StoreError, StoreNotFoundError, StoreURLError
 from universal_event.stores._base import SessionInfo, Store, check_batch
 from universal_event.stores.memory import MemoryStore
 
@@ -49,5 +50,10 @@ def open_store(url: str, *, must_exist: bool = False, **options: Any) -> Store:
         path = path_of(url)
         if path != ":memory:" and not os.path.exists(path):
             raise StoreNotFoundError(url)
-    store: Store = backend.from_url(url, **options)
+    try:
+        store: Store = backend.from_url(url, **options)
+    except StoreError:
+        raise
+    except (OSError, ValueError, sqlite3.Error) as exc:  # a directory, a bad path or host
+        raise StoreError(f"cannot open store {url!r}: {exc}") from exc
     return store

@@ -26,7 +26,7 @@ from urllib.parse import unquote, urlsplit
 import msgspec
 
 from universal_event.codec import decode, encode
-from universal_event.errors import CorruptEventError, DecodeError
+from universal_event.errors import CorruptEventError, DecodeError, StoreURLError
 from universal_event.events import Event, EventBase
 
 __all__ = [
@@ -350,12 +350,21 @@ def decode_fetched(session_id: str, start: int, rows: Sequence[tuple[int, bytes]
     if not rows or rows[0][0] != start or rows[-1][0] != start + len(rows) - 1:
         return iter([decode_rows(session_id, start, rows)])
     arrays = (
-        (len(group), b"[" + b",".join([payload for _, payload in group]) + b"]")
+        (len(group), _joined([payload for _, payload in group]))
         for group in (rows[i : i + DECODE_BATCH] for i in range(0, len(rows), DECODE_BATCH))
     )
     return decode_batches(
         session_id, start, arrays, lambda seq: decode_rows(session_id, seq, rows[seq - start :])
     )
+
+
+def _joined(payloads: list[bytes]) -> bytes:
+    """Payloads as one JSON array; empty (which fails the batch, so its rows are decoded
+    one by one) when one is not bytes (a TEXT value written by another SQLite client)."""
+    try:
+        return b"[" + b",".join(payloads) + b"]"
+    except TypeError:
+        return b""
 
 
 def decode_page(session_id: str, start: int, count: int | None, array: bytes) -> list[Event] | None:
@@ -460,10 +469,10 @@ def local_path(url: str, scheme: str, what: str, *, special: tuple[str, ...] = (
     """
     parts = urlsplit(url)
     if parts.scheme != scheme:
-        raise ValueError(f"not a {scheme} URL: {url!r}")
+        raise StoreURLError(f"not a {scheme} URL: {url!r}")
     path = unquote(parts.path)
     if path.startswith(("/./", "/../")) or path in ("/.", "/..", *special):
         path = path[1:]
     if not path:
-        raise ValueError(f"{scheme} URL {url!r} names no {what}")
+        raise StoreURLError(f"{scheme} URL {url!r} names no {what}")
     return path
