@@ -46,14 +46,17 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 import msgspec
 
+from universal_event.errors import DecodeError, UniversalEventError
 from universal_event.events import (
     InstructionRole,
+    NativeUnknownEvent,
     RequestHeaderEvent,
     Source,
     ToolSpec,
@@ -104,6 +107,8 @@ __all__ = [
     "render_history",
     "repair_group",
     "request_body",
+    "request_part",
+    "unknown_role",
     "same_origin",
     "warning",
 ]
@@ -1178,6 +1183,32 @@ def image_url(part: ImagePart) -> str | None:
 
 
 # ---------------------------------------------------------------- parse frame
+
+
+@contextmanager
+def request_part(path: str) -> Iterator[None]:
+    """Parse one part of a request body: one of the wrong shape (a missing key, a value
+    of another type) is a :class:`DecodeError` naming ``path`` (``$.messages[3]``), not
+    the parser's own ``KeyError`` / ``TypeError``."""
+    try:
+        yield
+    except UniversalEventError:
+        raise
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
+        problem = f"request body of the wrong shape: {type(exc).__name__}: {exc}"
+        raise DecodeError(problem, path=path) from None
+
+
+def unknown_role(runtime: str, message: Any, path: str) -> NativeUnknownEvent:
+    """A history message in a role the format does not have: kept, never guessed."""
+    role = message.get("role") if isinstance(message, dict) else None
+    return NativeUnknownEvent(
+        runtime=runtime,
+        native_type=str(role),
+        payload=message,
+        reason=f"message role {role!r} at {path} is not rendered back",
+        source=source(runtime, str(role)),
+    )
 
 
 def request_body(kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -44,7 +44,9 @@ from adapters._render import (
     reasoning_origin,
     replayable_server_part,
     request_body,
+    request_part,
     source,
+    unknown_role,
     warning,
 )
 from universal_event.errors import RenderError
@@ -530,15 +532,21 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
     """
     model = kwargs.get("model")
     provenance = Provenance(provider=PROVIDER, api=API, model=model)
-    events: list[Event] = [_parse_header(kwargs)]
-    for index, message in enumerate(kwargs.get("messages") or []):
-        role = message.get("role")
-        content = message.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-        if role == "assistant":
-            events.extend(_parse_assistant(blocks or [], provenance, index))
-        else:
-            events.extend(_parse_user(blocks or [], index))
+    with request_part("$"):
+        events: list[Event] = [_parse_header(kwargs)]
+    with request_part("$.messages"):
+        messages = list(kwargs.get("messages") or [])
+    for index, message in enumerate(messages):
+        with request_part(f"$.messages[{index}]"):
+            role = message.get("role")
+            content = message.get("content")
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            if role == "assistant":
+                events.extend(_parse_assistant(blocks or [], provenance, index))
+            elif role == "user":
+                events.extend(_parse_user(blocks or [], index))
+            else:
+                events.append(unknown_role(RUNTIME, message, f"$.messages[{index}]"))
     return events
 
 

@@ -55,14 +55,15 @@ from adapters._render import (
     parse_header,
     reasoning_origin,
     request_body,
+    request_part,
     source,
+    unknown_role,
     warning,
 )
 from universal_event.events import (
     AssistantMessageEvent,
     Event,
     InstructionRole,
-    NativeUnknownEvent,
     RequestHeaderEvent,
     ToolResultEvent,
     ToolSpec,
@@ -325,23 +326,26 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
     body = request_body(kwargs)
     model = body.get("model")
     provenance = Provenance(provider=PROVIDER, api=API, model=model)
-    history: list[dict[str, Any]] = list(body.get("messages") or [])
-    system: list[str] = []
-    while history and history[0].get("role") in ("system", "developer"):
-        system.append(_text_of(history.pop(0).get("content")))
-    events: list[Event] = [
-        parse_header(
-            body,
-            provider=PROVIDER,
-            api=API,
-            runtime=RUNTIME,
-            history_keys=_HISTORY_KEYS,
-            system="\n\n".join(system) if system else None,
-            tools=[_parse_tool(tool) for tool in body.get("tools") or []],
-        )
-    ]
-    for index, message in enumerate(history):
-        events.extend(_parse_message(message, provenance, index))
+    with request_part("$.messages"):
+        history: list[dict[str, Any]] = list(body.get("messages") or [])
+        system: list[str] = []
+        while history and history[0].get("role") in ("system", "developer"):
+            system.append(_text_of(history.pop(0).get("content")))
+    with request_part("$"):
+        events: list[Event] = [
+            parse_header(
+                body,
+                provider=PROVIDER,
+                api=API,
+                runtime=RUNTIME,
+                history_keys=_HISTORY_KEYS,
+                system="\n\n".join(system) if system else None,
+                tools=[_parse_tool(tool) for tool in body.get("tools") or []],
+            )
+        ]
+    for index, message in enumerate(history, len(system)):
+        with request_part(f"$.messages[{index}]"):
+            events.extend(_parse_message(message, provenance, index))
     return events
 
 
@@ -388,15 +392,7 @@ def _parse_message(message: dict[str, Any], provenance: Provenance, index: int) 
         return [_parse_assistant(message, provenance)]
     if role == "tool":
         return [_parse_tool_message(message)]
-    return [
-        NativeUnknownEvent(
-            runtime=RUNTIME,
-            native_type=str(role),
-            payload=message,
-            reason=f"message role {role!r} in messages[{index}] is not rendered back",
-            source=_source(str(role)),
-        )
-    ]
+    return [unknown_role(RUNTIME, message, f"$.messages[{index}]")]
 
 
 def _parse_tool_message(message: dict[str, Any]) -> ToolResultEvent:

@@ -20,7 +20,7 @@ Universal Events. Responses-specific rules:
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, assert_never
 
 from adapters._render import (
@@ -44,7 +44,9 @@ from adapters._render import (
     reasoning_origin,
     replayable_server_part,
     request_body,
+    request_part,
     source,
+    unknown_role,
     warning,
 )
 from universal_event.events import (
@@ -350,21 +352,23 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
     body = request_body(kwargs)
     model = body.get("model")
     provenance = Provenance(provider=PROVIDER, api=API, model=model)
-    events: list[Event] = [
-        parse_header(
-            body,
-            provider=PROVIDER,
-            api=API,
-            runtime=RUNTIME,
-            history_keys=_HISTORY_KEYS,
-            system=body.get("instructions"),
-            tools=[_parse_tool(tool) for tool in body.get("tools") or []],
-        )
-    ]
+    with request_part("$"):
+        events: list[Event] = [
+            parse_header(
+                body,
+                provider=PROVIDER,
+                api=API,
+                runtime=RUNTIME,
+                history_keys=_HISTORY_KEYS,
+                system=body.get("instructions"),
+                tools=[_parse_tool(tool) for tool in body.get("tools") or []],
+            )
+        ]
     raw = body.get("input")
-    items: list[dict[str, Any]] = (
-        [{"role": "user", "content": raw}] if isinstance(raw, str) else list(raw or [])
-    )
+    with request_part("$.input"):
+        items: list[dict[str, Any]] = (
+            [{"role": "user", "content": raw}] if isinstance(raw, str) else list(raw or [])
+        )
     pending: list[AssistantPart] = []
 
     def flush() -> None:
@@ -378,31 +382,48 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
             )
             pending.clear()
 
-    for item in items:
-        kind = item.get("type", "message")
-        role = item.get("role")
-        if kind == "message" and role in _USER_ROLES:
-            flush()
-            events.append(
-                UserMessageEvent(
-                    content=_parse_input_content(item.get("content")),
-                    instruction_role=None if role == "user" else role,
-                    source=_source(str(role)),
-                )
-            )
-        elif kind in ("function_call_output", "custom_tool_call_output"):
-            flush()
-            events.append(
-                ToolResultEvent(
-                    call_id=item["call_id"],
-                    content=_parse_output(item.get("output")),
-                    source=_source(kind),
-                )
-            )
-        else:
-            pending.extend(_parse_output_item(item, provenance))
+    for index, item in enumerate(items):
+        with request_part(f"$.input[{index}]"):
+            _parse_item(item, index, provenance, pending, flush, events)
     flush()
     return events
+
+
+def _parse_item(
+    item: dict[str, Any],
+    index: int,
+    provenance: Provenance,
+    pending: list[AssistantPart],
+    flush: Callable[[], None],
+    events: list[Event],
+) -> None:
+    """One input item: a user-role message or a tool output closes the assistant
+    message being gathered (``pending``); an output item joins it."""
+    kind = item.get("type", "message")
+    role = item.get("role")
+    if kind == "message" and role not in (*_USER_ROLES, "assistant"):
+        flush()
+        events.append(unknown_role(RUNTIME, item, f"$.input[{index}]"))
+    elif kind == "message" and role in _USER_ROLES:
+        flush()
+        events.append(
+            UserMessageEvent(
+                content=_parse_input_content(item.get("content")),
+                instruction_role=None if role == "user" else role,
+                source=_source(str(role)),
+            )
+        )
+    elif kind in ("function_call_output", "custom_tool_call_output"):
+        flush()
+        events.append(
+            ToolResultEvent(
+                call_id=item["call_id"],
+                content=_parse_output(item.get("output")),
+                source=_source(kind),
+            )
+        )
+    else:
+        pending.extend(_parse_output_item(item, provenance))
 
 
 _source = functools.partial(source, RUNTIME)

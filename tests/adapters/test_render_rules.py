@@ -26,8 +26,15 @@ from adapters._render import (
 )
 from tests.adapters._render_support import validate_history, validate_request
 from tests.adapters.test_render_oracle import TARGETS, module
-from universal_event.errors import RenderError
-from universal_event.events import RequestHeaderEvent, ToolSpec, UserMessageEvent, WarningEvent
+from universal_event.errors import DecodeError, RenderError
+from universal_event.events import (
+    AssistantMessageEvent,
+    NativeUnknownEvent,
+    RequestHeaderEvent,
+    ToolSpec,
+    UserMessageEvent,
+    WarningEvent,
+)
 from universal_event.log import SessionLog
 from universal_event.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from universal_event.parts import (
@@ -893,3 +900,52 @@ def test_a_foreign_session_model_is_named_in_a_warning() -> None:
     assert "model_foreign" not in [w.code for w in chosen]
     _, same_provider = render("openai-chat", [user("hi")], HEADERS["openai-responses"])
     assert "model_foreign" not in [w.code for w in same_provider]
+
+
+# ---------------------------------------------------------------- bad request bodies
+
+
+@pytest.mark.parametrize(
+    ("target", "body", "path"),
+    [
+        ("anthropic", {"messages": [{"role": "user", "content": 5}]}, "$.messages[0]"),
+        (
+            "anthropic",
+            {"messages": [{"role": "user", "content": [{"type": "tool_result"}]}]},
+            "$.messages[0]",
+        ),
+        ("anthropic", {"messages": [["x"]]}, "$.messages[0]"),
+        ("anthropic", {"messages": 5}, "$.messages"),
+        ("openai-chat", {"messages": [{"role": "user"}, {"role": "tool"}]}, "$.messages[1]"),
+        (
+            "openai-chat",
+            {"messages": [{"role": "assistant", "tool_calls": [{"function": {"arguments": 5}}]}]},
+            "$.messages[0]",
+        ),
+        ("openai-responses", {"input": [{"type": "function_call_output"}]}, "$.input[0]"),
+        ("openai-responses", {"input": [None]}, "$.input[0]"),
+        ("openai-responses", {"input": 5}, "$.input"),
+    ],
+)
+def test_a_request_body_of_the_wrong_shape_is_a_decode_error_naming_where(
+    target: str, body: dict[str, Any], path: str
+) -> None:
+    with pytest.raises(DecodeError) as info:
+        module(target).parse_request({"model": "m", **body})
+    assert info.value.path == path
+    assert "request body of the wrong shape" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("target", "key"),
+    [("anthropic", "messages"), ("openai-chat", "messages"), ("openai-responses", "input")],
+)
+def test_a_message_in_a_role_the_format_lacks_is_kept_not_guessed(target: str, key: str) -> None:
+    """Not credited to the model, not taken for the user: kept as native/unknown."""
+    events = module(target).parse_request(
+        {"model": "m", key: [{"role": "user", "content": "hi"}, {"role": "zz", "content": "?"}]}
+    )
+    (kept,) = [e for e in events if isinstance(e, NativeUnknownEvent)]
+    assert kept.native_type == "zz" and f"$.{key}[1]" in kept.reason
+    assert not any(isinstance(e, AssistantMessageEvent) for e in events)
+    assert sum(isinstance(e, UserMessageEvent) for e in events) == 1
