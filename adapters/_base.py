@@ -18,10 +18,27 @@ from typing import Any, ClassVar, TypeVar
 
 import msgspec
 
+from universal_event._sse_frames import SSEDecoder
 from universal_event.events import Event, EventBase, NativeUnknownEvent, Source, UserMessageEvent
 from universal_event.parts import TextPart, UserPart
 
-__all__ = ["Adapter", "native_time", "new_id", "split_lines"]
+__all__ = ["MALFORMED", "Adapter", "native_time", "new_id", "split_lines", "text_value"]
+
+MALFORMED = (KeyError, TypeError, AttributeError, ValueError, IndexError)
+"""What a native item of an unexpected shape (a missing key, a field of another type)
+raises inside an adapter; the adapter keeps that item as ``native/unknown`` (see
+:meth:`Adapter.malformed`) and goes on with the next one. The project's own errors
+(:class:`~universal_event.errors.UniversalEventError`, some of them ``ValueError``) are
+raised on purpose and are let through."""
+
+
+def text_value(value: Any) -> str:
+    """A native text field, which must be a string (a delta of another type would
+    break the text it is joined into, later and somewhere else)."""
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
+
 
 EventT = TypeVar("EventT", bound=EventBase)
 
@@ -205,6 +222,19 @@ class Adapter(ABC):
             out.append(self.unknown(None, line, "JSON line is not an object"))
             return None
         return line
+
+    def malformed(
+        self, native_type: str | None, payload: Any, exc: Exception
+    ) -> NativeUnknownEvent:
+        """Keep a native item whose shape broke the adapter (see :data:`MALFORMED`)."""
+        reason = f"malformed {native_type or 'native item'}: {type(exc).__name__}: {exc}"
+        return self.unknown(native_type, payload, reason)
+
+    def keep_unrecognised(self, decoder: SSEDecoder, out: list[Event]) -> None:
+        """Lines of an SSE input that are no SSE field, as native/unknown events."""
+        for line in decoder.unrecognised:
+            out.append(self.unknown(None, line.decode("utf-8", "replace"), "not an SSE line"))
+        decoder.unrecognised.clear()
 
     def unknown(self, native_type: str | None, payload: Any, reason: str) -> NativeUnknownEvent:
         """Keep a native item the adapter does not recognise."""

@@ -56,10 +56,11 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from adapters._base import Adapter, native_time, new_id
+from adapters._base import MALFORMED, Adapter, native_time, new_id, text_value
 from adapters._usage import anthropic_usage
 from adapters.anthropic._request import user_part
 from adapters.anthropic._stream import AnthropicAdapter, assistant_parts
+from universal_event.errors import UniversalEventError
 from universal_event.events import (
     AssistantMessageEvent,
     ErrorEvent,
@@ -175,9 +176,14 @@ class ClaudeCodeAdapter(Adapter):
             if line is not None:
                 self._on_line(line, out)
         out.extend(self._stream.close())
-        self._flush(out)
-        if self._turn_open:
-            self._close_open_turn(out)
+        try:
+            self._flush(out)
+            if self._turn_open:
+                self._close_open_turn(out)
+        except UniversalEventError:
+            raise
+        except MALFORMED as exc:  # a line of another shape left its mark in the state
+            out.append(self.malformed("close", None, exc))
         return out
 
     def user_prompt(self, content: str | list[UserPart]) -> list[Event]:
@@ -380,6 +386,8 @@ class ClaudeCodeAdapter(Adapter):
             self._synthetic_error(line, out)
             return
         message_id = message.get("id")
+        if message_id is not None:
+            message_id = text_value(message_id)  # a key of the pending message
         pending = self._pending
         if pending is not None and (pending.id != message_id or pending.parent_id != parent):
             self._flush(out)

@@ -49,6 +49,9 @@ class SSEDecoder:
         """The pending input ends with a ``\r``: the next chunk completes its line end."""
         self._id: str | None = None
         """The last event id: it carries over to the frames after it (WHATWG)."""
+        self.unrecognised: list[bytes] = []
+        """Lines that are no SSE field (an HTML error page, a proxy's plain-text
+        message): the standard ignores them; an adapter keeps them as native/unknown."""
 
     @property
     def last_id(self) -> str | None:
@@ -141,6 +144,8 @@ class SSEDecoder:
                 event = value.decode("utf-8", "replace")
             elif field == b"id" and b"\0" not in value:
                 self._id = value.decode("utf-8", "replace")
+            elif field != b"retry" and field != b"id":
+                self.unrecognised.append(line)
         if not data and event is None:
             return None
         return SSEFrame(event, b"\n".join(data), self._id, bool(data))

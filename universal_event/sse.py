@@ -128,6 +128,7 @@ class SSEEventDecoder:
         # WHATWG: the id is committed when a frame completes (a cut after `id:` does not
         # count); a frame without data lines dispatches nothing but its id counts.
         self.last_event_id = self._frames.last_id or ""
+        self._frames.unrecognised.clear()  # a client ignores fields it does not know
         return messages
 
     def feed_events(self, chunk: bytes) -> list[Event]:

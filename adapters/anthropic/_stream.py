@@ -36,10 +36,11 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from adapters._base import Adapter, new_id
+from adapters._base import MALFORMED, Adapter, new_id, text_value
 from adapters._usage import anthropic_usage, merge_anthropic_usage
 from adapters.anthropic import _wire
 from universal_event._sse_frames import SSEDecoder, SSEFrame
+from universal_event.errors import UniversalEventError
 from universal_event.events import (
     AssistantChunkEvent,
     AssistantMessageEvent,
@@ -140,6 +141,13 @@ def _dump(obj: Any) -> dict[str, Any]:
         return dict(obj)
     dumped: dict[str, Any] = obj.model_dump(mode="json", by_alias=True, exclude_unset=True)
     return dumped
+
+
+_BLOCK_TEXTS: dict[str, tuple[str, ...]] = {
+    "text": ("text",),
+    "thinking": ("thinking", "signature"),
+}
+"""The text fields a content block starts with (strings, or the block is malformed)."""
 
 
 class _Block:
@@ -263,7 +271,8 @@ class AnthropicAdapter(Adapter):
         self._now = time.time()
         if self._mode == "sse":
             for frame in self._sse.flush():
-                self._on_frame(frame, out)
+                self._guarded_frame(frame, out)
+            self.keep_unrecognised(self._sse, out)
         elif self._json_buffer.strip():
             raw = bytes(self._json_buffer)
             out.append(
@@ -319,7 +328,18 @@ class AnthropicAdapter(Adapter):
 
     def _feed_sse(self, chunk: bytes, out: list[Event]) -> None:
         for frame in self._sse.feed(chunk):
+            self._guarded_frame(frame, out)
+        if self._sse.unrecognised:
+            self.keep_unrecognised(self._sse, out)
+
+    def _guarded_frame(self, frame: SSEFrame, out: list[Event]) -> None:
+        """A frame of an unexpected shape is kept as native/unknown; the stream goes on."""
+        try:
             self._on_frame(frame, out)
+        except UniversalEventError:
+            raise
+        except MALFORMED as exc:
+            out.append(self.malformed(frame.event, frame.data.decode("utf-8", "replace"), exc))
 
     def _feed_json(self, chunk: bytes, out: list[Event]) -> None:
         """A whole JSON body (non-streamed message, error) or JSON lines of events."""
@@ -442,22 +462,23 @@ class AnthropicAdapter(Adapter):
                 self._whole_message(event, out)
             else:
                 out.append(self.unknown(str(kind), dict(event), "unknown Anthropic event type"))
-        except (KeyError, TypeError, AttributeError) as exc:
-            reason = f"malformed {kind!r} event: {type(exc).__name__}: {exc}"
-            out.append(self.unknown(str(kind), dict(event), reason))
+        except UniversalEventError:
+            raise
+        except MALFORMED as exc:
+            out.append(self.malformed(str(kind), dict(event), exc))
 
     def _delta_dict(
         self, index: int, delta: Mapping[str, Any], event: Mapping[str, Any], out: list[Event]
     ) -> None:
         kind = delta.get("type")
         if kind == "text_delta":
-            self._text(index, delta["text"], out)
+            self._text(index, text_value(delta["text"]), out)
         elif kind == "input_json_delta":
-            self._input_json(index, delta["partial_json"], out)
+            self._input_json(index, text_value(delta["partial_json"]), out)
         elif kind == "thinking_delta":
-            self._thinking(index, delta["thinking"], out)
+            self._thinking(index, text_value(delta["thinking"]), out)
         elif kind == "signature_delta":
-            self._signature(index, delta["signature"], out)
+            self._signature(index, text_value(delta["signature"]), out)
         elif kind == "citations_delta":
             self._citation(index, dict(delta["citation"]), out)
         else:
@@ -530,12 +551,13 @@ class AnthropicAdapter(Adapter):
             out.append(self.unknown("content_block_start", native, reason))
             return
         block = _Block(index, native)
-        message.blocks[index] = block
+        texts = [text_value(native.get(key) or "") for key in _BLOCK_TEXTS.get(block.type, ())]
+        message.blocks[index] = block  # after the checks: a block of another shape is not kept
         if block.type == "text":
-            self._text(index, native.get("text") or "", out, skip_empty=True)
+            self._text(index, texts[0], out, skip_empty=True)
         elif block.type == "thinking":
-            self._thinking(index, native.get("thinking") or "", out, skip_empty=True)
-            self._signature(index, native.get("signature") or "", out, skip_empty=True)
+            self._thinking(index, texts[0], out, skip_empty=True)
+            self._signature(index, texts[1], out, skip_empty=True)
         elif _part_kind(block.type) == "unknown":
             reason = "unknown content block type; kept out of the assistant message"
             out.append(self.unknown(block.type, native, reason))

@@ -55,6 +55,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, get_args
 
+from adapters._base import MALFORMED
 from adapters.codex._core import CodexCore, OpenItem, codex_usage, text_content
 from adapters.codex._exec import mcp_content
 from adapters.codex._wire import (
@@ -92,6 +93,7 @@ from adapters.codex._wire import (
     decode_typed_lines,
 )
 from adapters.openai_responses._items import CLIENT_RESULT_TYPES
+from universal_event.errors import UniversalEventError
 from universal_event.events import (
     ErrorEvent,
     Event,
@@ -420,7 +422,12 @@ class AppServerLines(CodexCore):
                 if params is None:
                     params = line.payload
                 if params is not None:
-                    handlers[type(line)](self, line.METHOD, params, out)
+                    try:
+                        handlers[type(line)](self, line.METHOD, params, out)
+                    except UniversalEventError:
+                        raise
+                    except MALFORMED as exc:  # a field the struct takes as it comes
+                        out.append(self.malformed(line.METHOD, raw.decode("utf-8", "replace"), exc))
                     continue
             if raw and not raw.isspace():
                 super()._raw_line(raw, out)

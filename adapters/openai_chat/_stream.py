@@ -62,12 +62,12 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-from adapters._base import Adapter, EventT
+from adapters._base import MALFORMED, Adapter, EventT
 from adapters._tap import EventLog, atap_sdk_stream, log_session_id, tap_sdk_stream
 from adapters._usage import openai_usage
 from adapters.openai_chat._wire import ChatBody, Choice, Delta, ToolCallFragment, body_decoder
 from universal_event._sse_frames import SSEDecoder, SSEFrame
-from universal_event.errors import AdapterError
+from universal_event.errors import AdapterError, UniversalEventError
 from universal_event.events import (
     AssistantChunkEvent,
     AssistantMessageEvent,
@@ -238,7 +238,8 @@ class OpenAIChatAdapter(Adapter):
         out: list[Event] = []
         if self._mode == "sse":
             for frame in self._sse.flush():
-                self._on_frame(frame, out)
+                self._guarded_frame(frame, out)
+            self.keep_unrecognised(self._sse, out)
         elif self._mode == "json":
             self._drain_json(out, final=True)
         self._sse = SSEDecoder()
@@ -297,7 +298,18 @@ class OpenAIChatAdapter(Adapter):
             self._drain_json(out, final=False)
             return
         for frame in self._sse.feed(data):
+            self._guarded_frame(frame, out)
+        if self._sse.unrecognised:
+            self.keep_unrecognised(self._sse, out)
+
+    def _guarded_frame(self, frame: SSEFrame, out: list[Event]) -> None:
+        """A frame of an unexpected shape is kept as native/unknown; the stream goes on."""
+        try:
             self._on_frame(frame, out)
+        except UniversalEventError:
+            raise
+        except MALFORMED as exc:
+            out.append(self.malformed(frame.event, frame.data.decode("utf-8", "replace"), exc))
 
     def _feed_str(self, line: str, out: list[Event]) -> None:
         if "\n" in line.strip():
@@ -359,7 +371,12 @@ class OpenAIChatAdapter(Adapter):
                 runtime=RUNTIME,
             ) from None
         for line in lines:
-            self._on_payload(line, out)
+            try:
+                self._on_payload(line, out)
+            except UniversalEventError:
+                raise
+            except MALFORMED as exc:
+                out.append(self.malformed(None, line.decode("utf-8", "replace"), exc))
 
     # ------------------------------------------------------------ SSE and payloads
 

@@ -48,7 +48,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 import msgspec
 
-from adapters._base import Adapter
+from adapters._base import MALFORMED, Adapter
 from adapters._tap import EventLog, atap_sdk_stream, log_session_id, tap_sdk_stream
 from adapters._usage import openai_usage
 from adapters.openai_responses import _wire as wire
@@ -59,6 +59,7 @@ from adapters.openai_responses._items import (
     result_parts,
 )
 from universal_event._sse_frames import SSEDecoder, SSEFrame
+from universal_event.errors import UniversalEventError
 from universal_event.events import (
     AssistantChunkEvent,
     AssistantMessageEvent,
@@ -290,12 +291,20 @@ class OpenAIResponsesAdapter(Adapter):
         events: list[Event] = []
         if self._mode == "sse":
             for frame in self._sse.flush():
-                events.extend(self._on_frame(frame))
+                events.extend(self._guarded(frame, self._on_frame))
+            self.keep_unrecognised(self._sse, events)
         elif self._mode == "json" and self._json_buffer.strip():
             events.extend(self._flush_json(final=True))
         response = self._response
         if response is not None and not response.terminal:
-            events.extend(self._finish_cut(response, "the stream ended before a terminal event"))
+            try:
+                cut = self._finish_cut(response, "the stream ended before a terminal event")
+            except UniversalEventError:
+                raise
+            except MALFORMED as exc:  # an item of another shape in the terminal object
+                self._response = None
+                cut = [self.malformed("close", None, exc)]
+            events.extend(cut)
         return events
 
     def tool_outputs(self, items: Iterable[Any]) -> list[Event]:
@@ -401,10 +410,29 @@ class OpenAIResponsesAdapter(Adapter):
             try:
                 event = decode(frame.data)
             except (msgspec.ValidationError, msgspec.DecodeError):
-                events.extend(self._on_frame(frame))  # [DONE], undeclared, malformed
+                # [DONE], undeclared, malformed
+                events.extend(self._guarded(frame, self._on_frame))
                 continue
-            events.extend(dispatch(event))
+            try:
+                events.extend(dispatch(event))
+            except UniversalEventError:
+                raise
+            except MALFORMED as exc:
+                events.append(
+                    self.malformed(frame.event, frame.data.decode("utf-8", "replace"), exc)
+                )
+        if self._sse.unrecognised:
+            self.keep_unrecognised(self._sse, events)
         return events
+
+    def _guarded(self, frame: SSEFrame, on_frame: Callable[[SSEFrame], list[Event]]) -> list[Event]:
+        """A frame of an unexpected shape is kept as native/unknown; the stream goes on."""
+        try:
+            return on_frame(frame)
+        except UniversalEventError:
+            raise
+        except MALFORMED as exc:
+            return [self.malformed(frame.event, frame.data.decode("utf-8", "replace"), exc)]
 
     def _feed_str(self, text: str) -> list[Event]:
         stripped = text.strip()
@@ -454,8 +482,15 @@ class OpenAIResponsesAdapter(Adapter):
                     events.append(self.unknown(None, line.decode("utf-8", "replace"), str(exc)))
                     consumed += len(line) + 1
                     continue
-                if isinstance(item, Mapping):
-                    events.extend(self._feed_dict(item))
+                if not isinstance(item, Mapping):
+                    events.append(self.unknown(None, item, "JSON line is not an object"))
+                else:
+                    try:
+                        events.extend(self._feed_dict(item))
+                    except UniversalEventError:
+                        raise
+                    except MALFORMED as exc:
+                        events.append(self.malformed(str(item.get("type")), dict(item), exc))
             consumed += len(line) + 1
         del self._json_buffer[: min(consumed, len(self._json_buffer))]
         return events
@@ -746,6 +781,9 @@ class OpenAIResponsesAdapter(Adapter):
 
     def _on_item_done(self, event: wire.OutputItemDone) -> list[Event]:
         response = self._current()
+        # An item of another shape fails here (its frame kept as native/unknown), not
+        # when the response's message is put together from the items.
+        item_parts(event.item, response.provenance)
         response.done[event.output_index] = event.item
         response.partial.pop(event.output_index, None)
         return []

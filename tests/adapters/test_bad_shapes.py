@@ -1,0 +1,130 @@
+"""Native input of an unexpected shape, for every adapter: the item is kept as
+``native/unknown`` naming what was wrong, the events around it are not lost, and no
+exception other than the project's own escapes (feed or close)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters import create_adapter
+from universal_event.events import AssistantMessageEvent, Event, NativeUnknownEvent
+
+CAPTURED = Path(__file__).parent.parent / "fixtures" / "captured"
+
+
+def _sse(*events: dict[str, Any]) -> bytes:
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+
+
+def _normalise(runtime: str, data: bytes) -> list[Event]:
+    adapter = create_adapter(runtime, session_id="s")
+    return adapter.feed(data) + adapter.close()
+
+
+def _kept(events: list[Event]) -> list[str]:
+    return [e.reason for e in events if isinstance(e, NativeUnknownEvent)]
+
+
+_ANTHROPIC_START = {
+    "type": "message_start",
+    "message": {"id": "msg_1", "model": "claude", "role": "assistant", "content": []},
+}
+_RESPONSES_START = {
+    "type": "response.created",
+    "response": {"id": "resp_1", "status": "in_progress", "model": "gpt", "output": []},
+}
+
+
+@pytest.mark.parametrize(
+    ("runtime", "data"),
+    [
+        # a text delta that is no text (it used to break the block at its stop)
+        (
+            "anthropic",
+            _sse(
+                _ANTHROPIC_START,
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}},
+                {"type": "content_block_delta", "index": 0, "delta": {"text": "ok "}},
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": 5},
+                },
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": "!"},
+                },
+                {"type": "content_block_stop", "index": 0},
+                {"type": "message_stop"},
+            ),
+        ),
+        (
+            "anthropic",
+            _sse(
+                _ANTHROPIC_START,
+                {"type": "content_block_start", "index": 0, "content_block": ["x"]},
+            ),
+        ),
+        # an output item of another shape (it used to break the message at the end)
+        (
+            "openai-responses",
+            _sse(
+                _RESPONSES_START,
+                {
+                    "type": "response.output_item.done",
+                    "output_index": 0,
+                    "item": {"id": "rs_1", "type": "reasoning", "summary": [None]},
+                },
+                {"type": {"not": "a name"}},
+            ),
+        ),
+        # a chunk that is not UTF-8
+        ("openai-chat", b'data: {"object":"chat.completion.chunk","\x92":1}\n\n'),
+        # an assistant line whose message id is an object
+        (
+            "claude-code",
+            (CAPTURED / "claude" / "cli" / "c01_tool" / "stdout.jsonl").read_bytes()
+            + b'{"type":"assistant","message":{"id":{},"content":[]}}\n',
+        ),
+        # a typed app-server line with content of another type
+        (
+            "codex",
+            b'{"method":"item/completed","params":{"item":{"type":"userMessage","id":"u",'
+            b'"content":5}}}\n',
+        ),
+    ],
+    ids=["anthropic-delta", "anthropic-block", "responses-item", "chat-utf8", "claude-id", "codex"],
+)
+def test_a_native_item_of_another_shape_is_kept_and_the_rest_goes_on(
+    runtime: str, data: bytes
+) -> None:
+    events = _normalise(runtime, data)
+    reasons = _kept(events)
+    assert reasons and any("malformed" in r or "unexpected shape" in r for r in reasons), reasons
+
+
+def test_events_before_and_after_the_damaged_item_are_kept() -> None:
+    good = (CAPTURED / "claude" / "cli" / "c01_tool" / "stdout.jsonl").read_bytes()
+    lines = good.splitlines(keepends=True)
+    damaged = b"".join([*lines[:3], b'{"type":"assistant","message":{"id":[1]}}\n', *lines[3:]])
+    clean = _normalise("claude-code", good)
+    events = _normalise("claude-code", damaged)
+    assert len(events) == len(clean) + 1
+    assert sum(isinstance(e, AssistantMessageEvent) for e in events) == sum(
+        isinstance(e, AssistantMessageEvent) for e in clean
+    )
+
+
+@pytest.mark.parametrize("runtime", ["anthropic", "openai-chat", "openai-responses"])
+def test_an_error_page_instead_of_a_stream_is_kept(runtime: str) -> None:
+    """A proxy's HTML or plain-text error where SSE was expected: no SSE field, so the
+    standard ignores it; the adapter keeps it as native/unknown instead of nothing."""
+    events = _normalise(runtime, b"<html><body>502 Bad Gateway</body></html>\n")
+    assert [e.payload for e in events if isinstance(e, NativeUnknownEvent)] == [
+        "<html><body>502 Bad Gateway</body></html>"
+    ]
