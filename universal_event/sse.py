@@ -31,6 +31,7 @@ and the client's last id stays at the last complete one.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import msgspec
@@ -78,19 +79,25 @@ def resume_after(last_event_id: str | None, after: str | None = None) -> int:
     ``Last-Event-ID`` (set by the client's transport on reconnect) wins over the
     ``after`` query parameter (set by the application on first connect): after a drop,
     the transport knows better than the URL it was opened with. An empty header means
-    "no id seen yet". Anything that is not an integer >= -1 raises ``DecodeError``.
+    "no id seen yet". Anything but decimal digits (or ``-1``) from -1 to
+    :data:`MAX_RESUME_SEQ` raises ``DecodeError``.
     """
     for name, value in (("Last-Event-ID", last_event_id), ("after", after)):
         if value is None or not value.strip():
             continue
-        try:
-            seq = int(value.strip())
-        except ValueError:
-            raise DecodeError(f"{name} must be an event seq (an integer), got {value!r}") from None
-        if seq < -1:
-            raise DecodeError(f"{name} must be >= -1, got {seq}")
+        text = value.strip()
+        if not _SEQ.fullmatch(text):  # int() would also take "2_0" and "+2"
+            raise DecodeError(f"{name} must be an event seq (an integer), got {value!r}")
+        seq = int(text)
+        if not -1 <= seq <= MAX_RESUME_SEQ:
+            raise DecodeError(f"{name} must be from -1 to {MAX_RESUME_SEQ}, got {text}")
         return seq
     return -1
+
+
+MAX_RESUME_SEQ = 2**62
+"""Beyond any seq a store holds, and within the stores' signed 64-bit integers."""
+_SEQ = re.compile(r"-?[0-9]{1,19}")
 
 
 class SSEMessage(msgspec.Struct, frozen=True):

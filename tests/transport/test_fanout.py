@@ -243,3 +243,20 @@ def test_a_disconnect_unsubscribes_and_the_others_keep_streaming(clients: int) -
         await hub.stop()
 
     asyncio.run(main())
+
+
+def test_a_session_deleted_behind_the_writer_can_be_written_again() -> None:
+    """Deleted by another process (or the library) while the server runs: the writer's
+    idea of the session's next seq and ids is stale; it starts over instead of failing
+    every later write."""
+    store = MemoryStore()
+    writers = SessionWriters(store)
+    writers.append(SESSION, user_events(5, prefix="old"))
+    store.delete(SESSION)
+    again = writers.append(SESSION, user_events(3, prefix="old"))
+    assert [e.seq for e in again.appended] == [0, 1, 2] and again.duplicates == 0
+    store.delete(SESSION)
+    SessionWriters(store).append(SESSION, user_events(4, prefix="other"))  # begun again
+    after = writers.append(SESSION, user_events(2, prefix="new"))
+    assert [e.seq for e in after.appended] == [4, 5]
+    assert [e.id for e in store.read(SESSION)][:4] == [f"other-{i}" for i in range(4)]

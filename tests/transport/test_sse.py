@@ -111,7 +111,18 @@ def test_resume_position(header: str | None, after: str | None, expected: int) -
     assert resume_after(header, after) == expected
 
 
-@pytest.mark.parametrize(("header", "after"), [("abc", None), (None, "-2"), ("1.5", None)])
+@pytest.mark.parametrize(
+    ("header", "after"),
+    [
+        ("abc", None),
+        (None, "-2"),
+        ("1.5", None),
+        ("2_0", None),  # int() would read 20
+        ("+2", None),
+        (None, "99999999999999999999999"),  # past the stores' 64-bit seqs
+        (str(2**62 + 1), None),
+    ],
+)
 def test_bad_resume_position_names_the_field(header: str | None, after: str | None) -> None:
     with pytest.raises(DecodeError, match="Last-Event-ID" if header else "after"):
         resume_after(header, after)

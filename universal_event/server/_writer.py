@@ -69,10 +69,16 @@ class SessionWriters:
                 state.loaded = True
             for _attempt in range(_MAX_CONFLICT_RETRIES):
                 batch, duplicates = self._number(session_id, state, events)
+                if not batch and self.store.latest_seq(session_id) + 1 < state.next_seq:
+                    self._forget(state)  # all "already stored", but the session was deleted
+                    self._catch_up(session_id, state)
+                    continue
                 try:
                     if batch:
                         self.store.append(session_id, batch, expected_seq=state.next_seq)
-                except ConflictError:
+                except ConflictError as exc:
+                    if exc.actual_seq < state.next_seq:
+                        self._forget(state)  # deleted (and maybe begun again) since
                     self._catch_up(session_id, state)
                     continue
                 state.ids.update(event.id for event in batch)
@@ -81,6 +87,12 @@ class SessionWriters:
         raise StoreError(
             f"session {session_id!r}: gave up after {_MAX_CONFLICT_RETRIES} conflicting appends"
         )
+
+    @staticmethod
+    def _forget(state: _SessionState) -> None:
+        """The session was deleted behind this writer: what it knew of it is gone too."""
+        state.next_seq = 0
+        state.ids.clear()
 
     @staticmethod
     def _number(
