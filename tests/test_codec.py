@@ -201,3 +201,22 @@ def test_text_input_and_text_that_is_not_utf8() -> None:
             codec.decode(bad)
     with pytest.raises(DecodeError, match="character 1"):
         codec.decode_lines("x\ud800")
+
+
+def test_a_known_event_holding_a_part_type_from_a_newer_version_is_kept() -> None:
+    """Forward compatibility reaches inside events: a part type this version does not
+    know keeps the event (as native/unknown, its envelope and whole payload intact);
+    a tag of the wrong kind is still an error."""
+    data = (
+        b'{"type":"user/message","seq":3,"id":"e3","session_id":"s","content":'
+        b'[{"type":"text","text":"a"},{"type":"zz_future_part","x":1}]}'
+    )
+    kept = codec.decode(data)
+    assert isinstance(kept, ue.NativeUnknownEvent)
+    assert (kept.seq, kept.id, kept.session_id, kept.native_type) == (3, "e3", "s", "user/message")
+    assert kept.payload["content"][1] == {"type": "zz_future_part", "x": 1}
+    assert "$.content[1].type 'zz_future_part' unknown to this version" in kept.reason
+    with pytest.raises(DecodeError, match=r"content\[0\]\.type"):
+        codec.decode(b'{"type":"user/message","content":[{"type":5}]}')
+    with pytest.raises(DecodeError):
+        codec.decode(data, unknown="raise")

@@ -17,6 +17,7 @@ Unknown *fields* of known types are ignored (msgspec schema evolution).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
@@ -159,9 +160,11 @@ def _recover(
     *,
     line: int | None,
 ) -> Event:
-    """Turn an event of an unknown type into ``native/unknown``; re-raise anything else."""
+    """Turn an event of an unknown type, or a known one holding a part (or another tagged
+    value) of a type unknown to this version, into ``native/unknown``; re-raise anything
+    else."""
     error = _as_decode_error(exc, line=line)
-    if unknown == "raise" or error.path != "$.type":
+    if unknown == "raise" or not error.path.endswith(".type"):
         raise error from None
     try:
         raw = raw_decoder.decode(data)
@@ -169,8 +172,19 @@ def _recover(
         raise error from None
     if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
         raise error from None
-    if raw["type"] in EVENT_TYPES:
-        raise error from None
+    if error.path == "$.type":
+        if raw["type"] in EVENT_TYPES:
+            raise error from None
+        reason = "event type unknown to this version"
+    else:  # a newer producer's part type inside a known event: keep the event whole
+        tag = _value_at(raw, error.path)
+        if (
+            not isinstance(tag, str)
+            or tag in _known_tags()
+            or not error.problem.startswith("Invalid value")
+        ):
+            raise error from None  # no tag, or a known one in the wrong place: damage
+        reason = f"{error.path} {tag!r} unknown to this version"
     envelope = {key: raw[key] for key in ("seq", "id", "session_id", "ts") if key in raw}
     try:
         return msgspec.convert(
@@ -180,12 +194,41 @@ def _recover(
                 "runtime": "universal-event",
                 "native_type": raw["type"],
                 "payload": raw,
-                "reason": "event type unknown to this version",
+                "reason": reason,
             },
             NativeUnknownEvent,
         )
     except msgspec.ValidationError as envelope_error:
         raise _as_decode_error(envelope_error, line=line) from None
+
+
+@functools.cache
+def _known_tags() -> frozenset[str]:
+    """Every tag of this version's tagged structs (parts, events)."""
+    from universal_event import events, parts
+
+    return frozenset(
+        str(kind.__struct_config__.tag)
+        for module in (events, parts)
+        for kind in vars(module).values()
+        if isinstance(kind, type)
+        and issubclass(kind, msgspec.Struct)
+        and kind.__struct_config__.tag is not None
+    )
+
+
+def _value_at(document: Any, path: str) -> Any:
+    """The value a msgspec error path (``$.content[1].type``) names; None if none."""
+    value = document
+    for key, index in _PATH_STEP_RE.findall(path[1:]):
+        try:
+            value = value[int(index)] if index else value[key]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return value
+
+
+_PATH_STEP_RE = re.compile(r"\.(\w+)|\[(\d+)\]")
 
 
 def _as_decode_error(exc: msgspec.MsgspecError, *, line: int | None) -> DecodeError:
