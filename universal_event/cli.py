@@ -153,13 +153,15 @@ def cmd_events(args: argparse.Namespace) -> int:
             raise SessionNotFoundError(args.session)
         out = sys.stdout.buffer
         page: list[Event] = []
-        for event in store.read(args.session):
-            page.append(event)
-            if len(page) >= 512:
-                out.write(encode_lines(page))
-                page.clear()
-        out.write(encode_lines(page))
-        out.flush()
+        try:
+            for event in store.read(args.session):
+                page.append(event)
+                if len(page) >= 512:
+                    out.write(encode_lines(page))
+                    page.clear()
+        finally:  # the events before a damaged one are printed before the error
+            out.write(encode_lines(page))
+            out.flush()
     finally:
         store.close()
     return 0

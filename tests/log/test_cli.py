@@ -250,3 +250,23 @@ def test_importing_a_grown_input_adds_only_what_is_new(
     assert len(events) == len(full) + len(set(early_ids) - shared)
     _, out, _ = run(capsys, *args[:3], str(TRANSCRIPT), *args[3:])
     assert f"0 events imported, {len(events)} in all" in out
+
+
+def test_events_prints_what_comes_before_a_damaged_event(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sqlite3
+
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    store = open_store(url)
+    log = SessionLog(store, "d")
+    add_turn(log, 0, tools=1)
+    log.checkpoint()
+    log.close()
+    total = store.latest_seq("d") + 1
+    store.close()
+    with sqlite3.connect(tmp_path / "x.db") as raw:
+        raw.execute("UPDATE events SET payload = ? WHERE seq = ?", (b"{broken", total - 1))
+    status, out, err = run(capsys, "events", "--session", "d", "--store", url)
+    assert status == 1 and f"seq {total - 1}" in err
+    assert [json.loads(line)["seq"] for line in out.splitlines()] == list(range(total - 1))
