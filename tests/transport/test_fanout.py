@@ -70,6 +70,18 @@ def test_a_buffer_over_its_bound_drops_everything_and_ends() -> None:
     assert buffer.drain() == []
 
 
+def test_a_caught_up_client_takes_one_chunk_larger_than_its_bound() -> None:
+    """One POST of more events than the bound (shared by every client, encoded once)
+    does not drop the clients that were keeping up; one behind by the bound is dropped."""
+    events = _stored(8)
+    buffer = ClientBuffer(5)
+    buffer.push(make_chunk(events))
+    assert not buffer.ended and len(buffer.drain()) == 1
+    buffer.push(make_chunk(events[:1]))
+    buffer.push(make_chunk(events))
+    assert buffer.overflowed
+
+
 def test_keepalive_is_due_only_after_a_whole_idle_tick() -> None:
     buffer = ClientBuffer(10)
     buffer.push(make_chunk(_stored(1)))

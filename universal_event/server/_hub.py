@@ -93,7 +93,8 @@ def make_chunk(events: Sequence[EventBase]) -> Chunk:
 class ClientBuffer:
     """The chunks queued for one client; never blocks the publisher.
 
-    ``capacity`` counts events. ``push`` wakes the client's sender if it waits;
+    ``capacity`` counts events (one chunk may exceed it when nothing is queued before
+    it). ``push`` wakes the client's sender if it waits;
     ``drain`` takes everything queued at once (the sender's coalescing point).
     """
 
@@ -128,7 +129,9 @@ class ClientBuffer:
         if self.overflowed:
             return
         self._active = True
-        if self._queued + chunk.count > self.capacity:
+        # A caught-up client takes one chunk of any size (a large POST, shared by all
+        # clients, encoded once); a client behind by more than ``capacity`` is dropped.
+        if self._queued and self._queued + chunk.count > self.capacity:
             self.overflowed = True
             self._chunks.clear()
             self._queued = 0
