@@ -55,6 +55,7 @@ import msgspec
 
 from universal_event.errors import DecodeError, UniversalEventError
 from universal_event.events import (
+    Event,
     InstructionRole,
     NativeUnknownEvent,
     RequestHeaderEvent,
@@ -104,6 +105,7 @@ __all__ = [
     "openai_file",
     "parse_arguments",
     "parse_header",
+    "parsed_request",
     "render_history",
     "repair_group",
     "request_body",
@@ -1197,6 +1199,20 @@ def request_part(path: str) -> Iterator[None]:
     except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
         problem = f"request body of the wrong shape: {type(exc).__name__}: {exc}"
         raise DecodeError(problem, path=path) from None
+
+
+def parsed_request(
+    parse: Callable[[dict[str, Any]], list[Event]],
+) -> Callable[[dict[str, Any]], list[Event]]:
+    """A request format's ``parse_request``, with a body of the wrong shape anywhere its
+    own :func:`request_part` guards do not name more closely reported at ``$``."""
+
+    @functools.wraps(parse)
+    def guarded(kwargs: dict[str, Any]) -> list[Event]:
+        with request_part("$"):
+            return parse(kwargs)
+
+    return guarded
 
 
 def unknown_role(runtime: str, message: Any, path: str) -> NativeUnknownEvent:

@@ -41,6 +41,7 @@ from adapters._render import (
     map_tool_call_id,
     parse_data_url,
     parse_header,
+    parsed_request,
     reasoning_origin,
     replayable_server_part,
     request_body,
@@ -521,6 +522,7 @@ def _function_tool(spec: ToolSpec) -> dict[str, Any] | None:
 # ================================================================ parse
 
 
+@parsed_request
 def parse_request(kwargs: dict[str, Any]) -> list[Event]:
     """A ``messages.create`` request body as events: the header, then the history.
 
@@ -532,8 +534,7 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
     """
     model = kwargs.get("model")
     provenance = Provenance(provider=PROVIDER, api=API, model=model)
-    with request_part("$"):
-        events: list[Event] = [_parse_header(kwargs)]
+    events: list[Event] = [_parse_header(kwargs)]
     with request_part("$.messages"):
         messages = list(kwargs.get("messages") or [])
     for index, message in enumerate(messages):

@@ -53,6 +53,7 @@ from adapters._render import (
     parse_arguments,
     parse_data_url,
     parse_header,
+    parsed_request,
     reasoning_origin,
     request_body,
     request_part,
@@ -315,6 +316,7 @@ def _function_tool(spec: ToolSpec) -> dict[str, Any] | None:
 # ================================================================ parse
 
 
+@parsed_request
 def parse_request(kwargs: dict[str, Any]) -> list[Event]:
     """A ``chat.completions.create`` body as events: the header, then the history.
 
@@ -331,18 +333,17 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
         system: list[str] = []
         while history and history[0].get("role") in ("system", "developer"):
             system.append(_text_of(history.pop(0).get("content")))
-    with request_part("$"):
-        events: list[Event] = [
-            parse_header(
-                body,
-                provider=PROVIDER,
-                api=API,
-                runtime=RUNTIME,
-                history_keys=_HISTORY_KEYS,
-                system="\n\n".join(system) if system else None,
-                tools=[_parse_tool(tool) for tool in body.get("tools") or []],
-            )
-        ]
+    events: list[Event] = [
+        parse_header(
+            body,
+            provider=PROVIDER,
+            api=API,
+            runtime=RUNTIME,
+            history_keys=_HISTORY_KEYS,
+            system="\n\n".join(system) if system else None,
+            tools=[_parse_tool(tool) for tool in body.get("tools") or []],
+        )
+    ]
     for index, message in enumerate(history, len(system)):
         with request_part(f"$.messages[{index}]"):
             events.extend(_parse_message(message, provenance, index))

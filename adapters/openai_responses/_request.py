@@ -41,6 +41,7 @@ from adapters._render import (
     parse_arguments,
     parse_data_url,
     parse_header,
+    parsed_request,
     reasoning_origin,
     replayable_server_part,
     request_body,
@@ -341,6 +342,7 @@ def _function_tool(spec: ToolSpec) -> dict[str, Any] | None:
 # ================================================================ parse
 
 
+@parsed_request
 def parse_request(kwargs: dict[str, Any]) -> list[Event]:
     """A ``responses.create`` body as events: the header, then the history.
 
@@ -352,18 +354,17 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
     body = request_body(kwargs)
     model = body.get("model")
     provenance = Provenance(provider=PROVIDER, api=API, model=model)
-    with request_part("$"):
-        events: list[Event] = [
-            parse_header(
-                body,
-                provider=PROVIDER,
-                api=API,
-                runtime=RUNTIME,
-                history_keys=_HISTORY_KEYS,
-                system=body.get("instructions"),
-                tools=[_parse_tool(tool) for tool in body.get("tools") or []],
-            )
-        ]
+    events: list[Event] = [
+        parse_header(
+            body,
+            provider=PROVIDER,
+            api=API,
+            runtime=RUNTIME,
+            history_keys=_HISTORY_KEYS,
+            system=body.get("instructions"),
+            tools=[_parse_tool(tool) for tool in body.get("tools") or []],
+        )
+    ]
     raw = body.get("input")
     with request_part("$.input"):
         items: list[dict[str, Any]] = (
