@@ -18,7 +18,7 @@ from typing import Any, ClassVar, TypeVar
 
 import msgspec
 
-from universal_event._sse_frames import SSEDecoder
+from universal_event._sse_frames import SSEDecoder, SSEFrame
 from universal_event.events import Event, EventBase, NativeUnknownEvent, Source, UserMessageEvent
 from universal_event.parts import TextPart, UserPart
 
@@ -229,6 +229,10 @@ class Adapter(ABC):
         """Keep a native item whose shape broke the adapter (see :data:`MALFORMED`)."""
         reason = f"malformed {native_type or 'native item'}: {type(exc).__name__}: {exc}"
         return self.unknown(native_type, payload, reason)
+
+    def malformed_frame(self, frame: SSEFrame, exc: Exception) -> NativeUnknownEvent:
+        """Keep an SSE frame whose shape broke the adapter, its data as text."""
+        return self.malformed(frame.event, frame.data.decode("utf-8", "replace"), exc)
 
     def keep_unrecognised(self, decoder: SSEDecoder, out: list[Event]) -> None:
         """Lines of an SSE input that are no SSE field, as native/unknown events."""

@@ -53,6 +53,7 @@ from typing import Any, Literal, NamedTuple
 
 import msgspec
 
+from adapters._base import MALFORMED
 from universal_event.errors import DecodeError, UniversalEventError
 from universal_event.events import (
     Event,
@@ -481,8 +482,8 @@ def repair_group(
         into = Group(assistant, calls, results, users, warnings)
     else:
         into.assistant, into.calls, into.results, into.users = assistant, calls, results, users
-    if reused:
-        call_ids.add(into, group_start)  # type: ignore[union-attr]  # reused implies given
+    if reused and call_ids is not None:
+        call_ids.add(into, group_start)
     return into
 
 
@@ -1196,7 +1197,7 @@ def request_part(path: str) -> Iterator[None]:
         yield
     except UniversalEventError:
         raise
-    except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
+    except MALFORMED as exc:
         problem = f"request body of the wrong shape: {type(exc).__name__}: {exc}"
         raise DecodeError(problem, path=path) from None
 

@@ -89,8 +89,12 @@ def _utf8(text: str) -> bytes:
     try:
         return text.encode()
     except UnicodeEncodeError as exc:
-        message = f"not encodable as UTF-8 at character {exc.start}: {exc.reason}"
-        raise DecodeError(message) from None
+        raise _not_utf8(exc, line=None) from None
+
+
+def _not_utf8(exc: UnicodeEncodeError, *, line: int | None) -> DecodeError:
+    """A ``str`` holding what UTF-8 cannot encode (a lone surrogate)."""
+    return DecodeError(f"not encodable as UTF-8 at character {exc.start}: {exc.reason}", line=line)
 
 
 def iter_lines(
@@ -144,10 +148,8 @@ def _decode(
         raise _as_decode_error(exc, line=line) from None
     except UnicodeDecodeError as exc:
         raise DecodeError(f"invalid UTF-8 at byte {exc.start}: {exc.reason}", line=line) from None
-    except UnicodeEncodeError as exc:  # a str holding a lone surrogate
-        raise DecodeError(
-            f"not encodable as UTF-8 at character {exc.start}: {exc.reason}", line=line
-        ) from None
+    except UnicodeEncodeError as exc:
+        raise _not_utf8(exc, line=line) from None
     except RecursionError:
         raise DecodeError("nesting too deep (recursion limit)", line=line) from None
 

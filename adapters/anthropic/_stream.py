@@ -339,7 +339,7 @@ class AnthropicAdapter(Adapter):
         except UniversalEventError:
             raise
         except MALFORMED as exc:
-            out.append(self.malformed(frame.event, frame.data.decode("utf-8", "replace"), exc))
+            out.append(self.malformed_frame(frame, exc))
 
     def _feed_json(self, chunk: bytes, out: list[Event]) -> None:
         """A whole JSON body (non-streamed message, error) or JSON lines of events."""

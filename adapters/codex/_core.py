@@ -136,8 +136,6 @@ class CodexCore(Adapter):
         self._turn_open = False
         self._turn_usage: Usage | None = None
         self._parts: list[AssistantPart] = []
-        self._parts_before_model = False
-        """A part of the message being gathered was made while the model was unknown."""
         self._keys: list[tuple[str, str] | None] = []
         self._replay: list[int] = []
         self._replay_at = 0
@@ -299,8 +297,6 @@ class CodexCore(Adapter):
 
     def _add_part(self, part: AssistantPart, key: tuple[str, str] | None) -> bool:
         """Add a completed item's part; True when it re-emits a failed attempt's item."""
-        if self.model is None:
-            self._parts_before_model = True
         if self._replay:
             if self._replay_at < len(self._replay) and key is not None:
                 index = self._replay[self._replay_at]
@@ -344,15 +340,12 @@ class CodexCore(Adapter):
             for item in self._open_items.values():
                 self._parts.append(item.part(provenance))
             self._open_items.clear()
-            if self.model is None:
-                self._parts_before_model = True
         if not self._parts:
             return
         parts = self._parts
         if self._raw_items:  # only with raw events: spares a call per part without them
             parts = [self._with_raw(part) for part in parts]
-        if self._parts_before_model and self.model is not None:
-            parts = [self._with_model(part) for part in parts]
+        parts = [self._with_model(part) for part in parts]
         message_id = next((p.item_id for p in parts if isinstance(p, TextPart) and p.item_id), None)
         out.append(
             self.make(
@@ -368,7 +361,6 @@ class CodexCore(Adapter):
         self._parts = []
         self._keys = []
         self._replay = []
-        self._parts_before_model = False
 
     def _with_model(self, part: AssistantPart) -> AssistantPart:
         """A part made before the model was known gets it now (provenance rule 1: the

@@ -309,7 +309,7 @@ class OpenAIChatAdapter(Adapter):
         except UniversalEventError:
             raise
         except MALFORMED as exc:
-            out.append(self.malformed(frame.event, frame.data.decode("utf-8", "replace"), exc))
+            out.append(self.malformed_frame(frame, exc))
 
     def _feed_str(self, line: str, out: list[Event]) -> None:
         if "\n" in line.strip():

@@ -418,9 +418,7 @@ class OpenAIResponsesAdapter(Adapter):
             except UniversalEventError:
                 raise
             except MALFORMED as exc:
-                events.append(
-                    self.malformed(frame.event, frame.data.decode("utf-8", "replace"), exc)
-                )
+                events.append(self.malformed_frame(frame, exc))
         if self._sse.unrecognised:
             self.keep_unrecognised(self._sse, events)
         return events
@@ -432,7 +430,7 @@ class OpenAIResponsesAdapter(Adapter):
         except UniversalEventError:
             raise
         except MALFORMED as exc:
-            return [self.malformed(frame.event, frame.data.decode("utf-8", "replace"), exc)]
+            return [self.malformed_frame(frame, exc)]
 
     def _feed_str(self, text: str) -> list[Event]:
         stripped = text.strip()
