@@ -62,6 +62,31 @@ def test_normalize_reads_stdin_and_writes_json_lines() -> None:
     assert all(e["source"]["runtime"] == "claude-code" for e in events if "source" in e)
 
 
+@pytest.mark.parametrize(
+    ("runtime", "body"),
+    [
+        ("openai-chat-request", {"model": "m", "messages": [{"role": "user", "content": "hi"}]}),
+        ("anthropic-request", {"model": "m", "messages": [{"role": "user", "content": "hi"}]}),
+        ("openai-responses-request", {"model": "m", "input": "hi"}),
+    ],
+)
+def test_normalize_of_a_request_body_gives_events_an_id_and_a_time(
+    runtime: str, body: dict[str, object]
+) -> None:
+    """As any adapter's events have: ids stable for the same bytes (an import of the
+    same body later finds them logged), the time the body was read."""
+    data = json.dumps(body).encode()
+    first, again = (_run("normalize", "--from", runtime, "-", stdin=data) for _ in range(2))
+    assert first.returncode == 0, first.stderr
+    events = [json.loads(line) for line in first.stdout.splitlines()]
+    assert [e["type"] for e in events] == ["request/header", "user/message"]
+    assert all(e["id"] and e["ts"] > 1.7e9 for e in events)
+    assert len({e["id"] for e in events}) == len(events)
+    assert [json.loads(line)["id"] for line in again.stdout.splitlines()] == [
+        e["id"] for e in events
+    ]
+
+
 def test_store_defaults_to_env_then_embedded_sqlite(tmp_path: Path) -> None:
     from_env = tmp_path / "env.db"
     result = _run(

@@ -27,10 +27,21 @@ def normalize_bytes(runtime: str, data: bytes) -> list[Event]:
     """Normalise a whole native input (raw bytes in the runtime's wire format).
 
     Every adapter's ``feed`` accepts raw bytes of its wire format (SSE for the API
-    streams, JSON lines for the CLI runtimes), buffered across chunk boundaries.
+    streams, JSON lines for the CLI runtimes), buffered across chunk boundaries. A
+    request body's events get what an adapter's have: an id (from the body's bytes,
+    as an import numbers them) and the time it was read (a request has no times of its
+    own).
     """
     if runtime in REQUEST_RUNTIMES:
-        return parse_request_body(runtime, data)
+        import time
+
+        import msgspec
+
+        now = time.time()
+        return [
+            msgspec.structs.replace(event, ts=event.ts or now)
+            for event in with_stable_ids(runtime, data, parse_request_body(runtime, data))
+        ]
     from adapters import create_adapter
 
     adapter = create_adapter(runtime)

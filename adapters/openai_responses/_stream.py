@@ -475,7 +475,7 @@ class OpenAIResponsesAdapter(Adapter):
                 try:
                     item = _raw_decoder.decode(line)
                 except msgspec.DecodeError as exc:
-                    if not final and consumed == 0:
+                    if not final and consumed == 0 and not _holds_event_line(complete):
                         return events  # a pretty-printed body still arriving
                     events.append(self.unknown(None, line.decode("utf-8", "replace"), str(exc)))
                     consumed += len(line) + 1
@@ -1083,3 +1083,18 @@ def atap(
     return atap_sdk_stream(
         stream, adapter or OpenAIResponsesAdapter(session_id=log_session_id(log)), log
     )
+
+
+def _holds_event_line(lines: list[bytes]) -> bool:
+    """Whether a line after the first is a whole stream event (an object with a
+    ``type``): the input is then JSON lines whose first line is malformed, not a
+    pretty-printed body still arriving (none of whose lines is such an object alone)."""
+    for line in lines[1:]:
+        if line.lstrip().startswith(b"{"):
+            try:
+                item = _raw_decoder.decode(line)
+            except msgspec.DecodeError:
+                continue
+            if isinstance(item, Mapping) and isinstance(item.get("type"), str):
+                return True
+    return False

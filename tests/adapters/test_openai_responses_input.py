@@ -141,6 +141,28 @@ def test_whole_json_body_in_pieces_and_json_lines() -> None:
     assert shape(run(lines, 333)) == shape(run(sse(events)))
 
 
+def test_json_lines_with_a_malformed_first_line_are_not_held_back() -> None:
+    """A pretty-printed body still arriving waits for the rest; JSON lines whose first
+    line is broken do not: each later event comes out when its line does."""
+    pretty = json.dumps(
+        json.loads(fixture_body("reasoning_summaries_encrypted_replay.json")), indent=2
+    )
+    adapter = OpenAIResponsesAdapter()
+    *pieces, last = pretty.encode().splitlines(keepends=True)
+    assert [e for piece in pieces for e in adapter.feed(piece)] == []
+    assert shape(adapter.feed(last) + adapter.close()) == shape(run(pretty.encode()))
+
+    events = payloads("stream_background_queued.json")
+    adapter = OpenAIResponsesAdapter()
+    assert adapter.feed(b"{not json\n") == []  # alone it could be a body's start
+    first = adapter.feed(json.dumps(events[0]).encode() + b"\n")
+    assert [type(e) for e in first][0] is NativeUnknownEvent
+    assert len(first) > 1  # the first event's own events, not held until close
+    rest = [e for event in events[1:] for e in adapter.feed(json.dumps(event).encode() + b"\n")]
+    lines = b"\n".join(json.dumps(e).encode() for e in events) + b"\n"
+    assert shape(first[1:] + rest + adapter.close()) == shape(run(lines))
+
+
 def test_registry_and_normalize_bytes() -> None:
     assert isinstance(create_adapter("openai-responses"), OpenAIResponsesAdapter)
     events = normalize_bytes("openai-responses", fixture_body("stream_mcp_call.json"))
