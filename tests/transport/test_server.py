@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -113,6 +114,63 @@ def test_events_without_ids_are_idempotent_by_body_and_by_key(
     assert http.post(url, content=body, headers=keyed).json()["appended"] == 2
     assert http.post(url, content=body, headers=keyed).json()["appended"] == 0
     assert store.latest_seq("s1") == 3
+
+
+def test_an_idempotency_key_sent_again_with_another_body_is_refused_not_half_applied(
+    dev_server: ServerThread, http: httpx.Client, store: MemoryStore
+) -> None:
+    url = f"{dev_server.url}/sessions/s1/events"
+    keyed = {"Idempotency-Key": "turn-8"}
+    two = encode_lines([UserMessageEvent(content=[TextPart(text=t)]) for t in ("a", "b")])
+    three = encode_lines([UserMessageEvent(content=[TextPart(text=t)]) for t in "xyz"])
+    assert http.post(url, content=two, headers=keyed).json()["appended"] == 2
+    refused = http.post(url, content=three, headers=keyed)
+    assert refused.status_code == 422
+    assert refused.json()["error"]["code"] == "idempotency_key_reused"
+    assert "turn-8" in refused.json()["error"]["message"]
+    assert store.latest_seq("s1") == 1  # nothing of the second body
+    assert http.post(url, content=two, headers=keyed).json() == {"appended": 0, "duplicates": 2}
+    # another key, or no key, with that body is a new request
+    assert http.post(url, content=three, headers={"Idempotency-Key": "turn-9"}).status_code == 200
+    assert store.latest_seq("s1") == 4
+
+
+def test_a_reused_key_is_recognised_by_another_process_from_the_stored_ids(
+    store: MemoryStore,
+) -> None:
+    from universal_event.server._ingest import Limits, parse_body
+    from universal_event.server._writer import IdempotencyKeyReused, SessionWriters
+
+    def parsed(text: str) -> Any:
+        body = encode_lines([UserMessageEvent(content=[TextPart(text=text)])])
+        return parse_body(
+            body,
+            session_id="s2",
+            runtime=None,
+            content_type="",
+            idempotency_key="k~1-2",  # the separators may appear in a key
+            limits=Limits(),
+        )
+
+    first = parsed("one")
+    SessionWriters(store).append("s2", first.events, idempotency_key=first.idempotency_key)
+    other_process = SessionWriters(store)  # knows only what the store holds
+    again = parsed("two")
+    with pytest.raises(IdempotencyKeyReused):
+        other_process.append("s2", again.events, idempotency_key=again.idempotency_key)
+    retry = other_process.append("s2", first.events, idempotency_key=first.idempotency_key)
+    assert (retry.appended, retry.duplicates) == ([], 1)
+
+
+def test_a_malformed_idempotency_key_is_refused(
+    dev_server: ServerThread, http: httpx.Client
+) -> None:
+    body = encode_lines([UserMessageEvent(content=[TextPart(text="hi")])])
+    url = f"{dev_server.url}/sessions/s1/events"
+    for key in ("has space", "x" * 201):
+        response = http.post(url, content=body, headers={"Idempotency-Key": key})
+        assert response.status_code == 400
+        assert response.json()["error"]["code"] == "bad_idempotency_key"
 
 
 def test_resume_with_last_event_id_header_and_after_param(

@@ -25,6 +25,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from importlib import resources
 from typing import Any
 
@@ -41,7 +42,7 @@ from universal_event.server._auth import Right, Tokens
 from universal_event.server._hub import Hub
 from universal_event.server._ingest import BadInput, Limits, parse_body
 from universal_event.server._stream import EventStream
-from universal_event.server._writer import SessionWriters
+from universal_event.server._writer import IdempotencyKeyReused, SessionWriters
 from universal_event.sse import resume_after
 from universal_event.stores import Store
 
@@ -133,7 +134,7 @@ class _ControlPlane:
             return refused
         try:
             body = await self._read_body(request)
-            events = parse_body(
+            parsed = parse_body(
                 body,
                 session_id=session_id,
                 runtime=request.query_params.get("from"),
@@ -145,7 +146,17 @@ class _ControlPlane:
             return _error(exc.status, exc.code, exc.message)
         lock = self.session_locks.setdefault(session_id, asyncio.Lock())
         async with lock:
-            result = await anyio.to_thread.run_sync(self.writers.append, session_id, events)
+            try:
+                result = await anyio.to_thread.run_sync(
+                    partial(
+                        self.writers.append,
+                        session_id,
+                        parsed.events,
+                        idempotency_key=parsed.idempotency_key,
+                    )
+                )
+            except IdempotencyKeyReused as exc:
+                return _error(422, "idempotency_key_reused", str(exc))
             self.hub.published_locally(session_id, result.appended)
         body_out: dict[str, Any] = {
             "appended": len(result.appended),

@@ -8,23 +8,31 @@ runtimes); each POST is one complete native stream, normalised by a fresh adapte
 
 Idempotency. Events are de-duplicated by ``id``. Native events get no stable id from
 their adapter, and a universal event may come without one, so those ids are derived
-from the request: ``<key>-<index>``, where ``key`` is the ``Idempotency-Key`` header
-or, without it, a hash of the runtime and the body. A retried POST (same body, or same
-key) therefore yields the same ids and appends nothing.
+from the request: with an ``Idempotency-Key`` header, ``<key>~<fingerprint>-<index>``
+(the fingerprint is of the runtime and the body); without one, ``<hash>-<index>``, the
+hash being of the runtime and the body. A retried POST (same body, or same key and
+body) therefore yields the same ids and appends nothing; the same key with another
+body is refused by the writer (422), not half applied.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import msgspec
 
 from universal_event.codec import decode, encode
 from universal_event.errors import AdapterError, DecodeError
 from universal_event.events import Event
+from universal_event.server._writer import keyed_id
 
-__all__ = ["BadInput", "Limits", "parse_body"]
+__all__ = ["BadInput", "Limits", "ParsedBody", "parse_body"]
+
+_IDEMPOTENCY_KEY = re.compile(r"[!-~]{1,200}")
+"""Printable ASCII without spaces, at most 200 characters."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,12 @@ class BadInput(Exception):
         super().__init__(message)
 
 
+class ParsedBody(NamedTuple):
+    events: list[Event]
+    idempotency_key: tuple[str, str] | None
+    """The request's ``Idempotency-Key`` and its body's fingerprint, if it had one."""
+
+
 def parse_body(
     body: bytes,
     *,
@@ -56,8 +70,14 @@ def parse_body(
     content_type: str,
     idempotency_key: str | None,
     limits: Limits,
-) -> list[Event]:
+) -> ParsedBody:
     """The events a POST carries, checked against ``limits`` and the session."""
+    if idempotency_key is not None and not _IDEMPOTENCY_KEY.fullmatch(idempotency_key):
+        raise BadInput(
+            400,
+            "bad_idempotency_key",
+            "the Idempotency-Key header must be 1 to 200 printable ASCII characters without spaces",
+        )
     if not body.strip():
         raise BadInput(400, "empty_body", "the request body holds no events")
     events = (
@@ -71,7 +91,8 @@ def parse_body(
             "too_many_events",
             f"{len(events)} events in one request; the limit is {limits.max_events_per_request}",
         )
-    key = idempotency_key or hashlib.sha256(f"{runtime}\0".encode() + body).hexdigest()[:32]
+    digest = hashlib.sha256(f"{runtime}\0".encode() + body).hexdigest()
+    fingerprint = digest[:12]
     checked: list[Event] = []
     for index, event in enumerate(events):
         if event.session_id and event.session_id != session_id:
@@ -82,7 +103,12 @@ def parse_body(
                 f"not {session_id!r} (the URL's)",
             )
         if runtime is not None or not event.id:
-            event = msgspec.structs.replace(event, id=f"{key}-{index}")
+            derived = (
+                keyed_id(idempotency_key, fingerprint, index)
+                if idempotency_key is not None
+                else f"{digest[:32]}-{index}"
+            )
+            event = msgspec.structs.replace(event, id=derived)
         size = len(encode(event))
         if size > limits.max_event_bytes:
             raise BadInput(
@@ -92,7 +118,9 @@ def parse_body(
                 f"the limit is {limits.max_event_bytes}",
             )
         checked.append(event)
-    return checked
+    return ParsedBody(
+        checked, (idempotency_key, fingerprint) if idempotency_key is not None else None
+    )
 
 
 def _native(body: bytes, runtime: str, session_id: str) -> list[Event]:

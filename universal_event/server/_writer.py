@@ -7,10 +7,19 @@ got there first the store raises :class:`ConflictError`, and the writer reads wh
 missed (learning its ids, so a retry that landed elsewhere is still recognised) and
 tries again. Calls are synchronous (run them in a worker thread); a per-session lock
 orders writers within the process.
+
+Idempotency keys. Events of a request sent with an ``Idempotency-Key`` get ids
+``<key>~<fingerprint>-<index>`` (:func:`keyed_id`; the fingerprint is of the request's
+body), so a retry finds them stored. The writer remembers which fingerprint each key
+came with, read back from the ids (so other processes' requests and earlier runs count
+too): a key sent again with another body is refused (:class:`IdempotencyKeyReused`)
+rather than half applied (the indexes both bodies have taken as "already stored", the
+rest appended).
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -18,13 +27,32 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from universal_event.errors import ConflictError, StoreError
+from universal_event.errors import ConflictError, StoreError, UniversalEventError
 from universal_event.events import Event
 from universal_event.stores import Store
 
-__all__ = ["AppendResult", "SessionWriters"]
+__all__ = ["AppendResult", "IdempotencyKeyReused", "SessionWriters", "keyed_id"]
 
 _MAX_CONFLICT_RETRIES = 20
+_KEYED_ID = re.compile(r"(.+)~([0-9a-f]{12})-[0-9]+")
+
+
+def keyed_id(key: str, fingerprint: str, index: int) -> str:
+    """The id of the ``index``-th event of a request sent with ``Idempotency-Key: key``
+    whose body has ``fingerprint`` (12 hex digits)."""
+    return f"{key}~{fingerprint}-{index}"
+
+
+class IdempotencyKeyReused(UniversalEventError):
+    """An ``Idempotency-Key`` already used in this session with another body."""
+
+    def __init__(self, session_id: str, key: str) -> None:
+        self.session_id = session_id
+        self.key = key
+        super().__init__(
+            f"session {session_id!r}: Idempotency-Key {key!r} was already used with "
+            "another body; a retry must send the same body (or use a new key)"
+        )
 
 
 @dataclass
@@ -41,6 +69,13 @@ class _SessionState:
     ids: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
     loaded: bool = False
+    keys: dict[str, str] = field(default_factory=dict)
+    """Idempotency-Key → the fingerprint of the body it came with (from the ids)."""
+
+    def learn(self, event_id: str) -> None:
+        self.ids.add(event_id)
+        if "~" in event_id and (keyed := _KEYED_ID.fullmatch(event_id)):
+            self.keys.setdefault(keyed[1], keyed[2])
 
 
 class SessionWriters:
@@ -57,17 +92,31 @@ class SessionWriters:
 
     def _catch_up(self, session_id: str, state: _SessionState) -> None:
         for event in self.store.read(session_id, state.next_seq):
-            state.ids.add(event.id)
+            state.learn(event.id)
             state.next_seq = event.seq + 1
 
-    def append(self, session_id: str, events: Sequence[Event]) -> AppendResult:
-        """Store the events not stored yet, in order; returns them with their seqs."""
+    def append(
+        self,
+        session_id: str,
+        events: Sequence[Event],
+        *,
+        idempotency_key: tuple[str, str] | None = None,
+    ) -> AppendResult:
+        """Store the events not stored yet, in order; returns them with their seqs.
+
+        ``idempotency_key`` is the request's key and its body's fingerprint, when it
+        came with one: the ids of ``events`` were made from them (:func:`keyed_id`).
+        """
         state = self._state(session_id)
         with state.lock:
             if not state.loaded:
                 self._catch_up(session_id, state)
                 state.loaded = True
             for _attempt in range(_MAX_CONFLICT_RETRIES):
+                if idempotency_key is not None:
+                    key, fingerprint = idempotency_key
+                    if state.keys.get(key, fingerprint) != fingerprint:
+                        raise IdempotencyKeyReused(session_id, key)
                 batch, duplicates = self._number(session_id, state, events)
                 if not batch and self.store.latest_seq(session_id) + 1 < state.next_seq:
                     self._forget(state)  # all "already stored", but the session was deleted
@@ -81,7 +130,8 @@ class SessionWriters:
                         self._forget(state)  # deleted (and maybe begun again) since
                     self._catch_up(session_id, state)
                     continue
-                state.ids.update(event.id for event in batch)
+                for event in batch:
+                    state.learn(event.id)
                 state.next_seq += len(batch)
                 return AppendResult(batch, duplicates)
         raise StoreError(
@@ -93,6 +143,7 @@ class SessionWriters:
         """The session was deleted behind this writer: what it knew of it is gone too."""
         state.next_seq = 0
         state.ids.clear()
+        state.keys.clear()
 
     @staticmethod
     def _number(
