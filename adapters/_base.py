@@ -13,12 +13,14 @@ from __future__ import annotations
 import time
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
 
 import msgspec
 
 from universal_event._sse_frames import SSEDecoder, SSEFrame
+from universal_event.errors import UniversalEventError
 from universal_event.events import Event, EventBase, NativeUnknownEvent, Source, UserMessageEvent
 from universal_event.parts import TextPart, UserPart
 
@@ -233,6 +235,26 @@ class Adapter(ABC):
     def malformed_frame(self, frame: SSEFrame, exc: Exception) -> NativeUnknownEvent:
         """Keep an SSE frame whose shape broke the adapter, its data as text."""
         return self.malformed(frame.event, frame.data.decode("utf-8", "replace"), exc)
+
+    def handle_frames(
+        self,
+        frames: Iterable[SSEFrame],
+        on_frame: Callable[[SSEFrame, list[Event]], None],
+        decoder: SSEDecoder,
+        out: list[Event],
+    ) -> None:
+        """Each frame through ``on_frame``; one whose shape broke it is kept as
+        native/unknown and the stream goes on. Then the lines of ``decoder``'s input
+        that were no SSE field, kept the same way."""
+        for frame in frames:
+            try:
+                on_frame(frame, out)
+            except UniversalEventError:
+                raise
+            except MALFORMED as exc:
+                out.append(self.malformed_frame(frame, exc))
+        if decoder.unrecognised:
+            self.keep_unrecognised(decoder, out)
 
     def keep_unrecognised(self, decoder: SSEDecoder, out: list[Event]) -> None:
         """Lines of an SSE input that are no SSE field, as native/unknown events."""

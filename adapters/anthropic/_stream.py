@@ -270,9 +270,7 @@ class AnthropicAdapter(Adapter):
         out: list[Event] = []
         self._now = time.time()
         if self._mode == "sse":
-            for frame in self._sse.flush():
-                self._guarded_frame(frame, out)
-            self.keep_unrecognised(self._sse, out)
+            self.handle_frames(self._sse.flush(), self._on_frame, self._sse, out)
         elif self._json_buffer.strip():
             raw = bytes(self._json_buffer)
             out.append(
@@ -327,19 +325,7 @@ class AnthropicAdapter(Adapter):
             self._feed_json(chunk, out)
 
     def _feed_sse(self, chunk: bytes, out: list[Event]) -> None:
-        for frame in self._sse.feed(chunk):
-            self._guarded_frame(frame, out)
-        if self._sse.unrecognised:
-            self.keep_unrecognised(self._sse, out)
-
-    def _guarded_frame(self, frame: SSEFrame, out: list[Event]) -> None:
-        """A frame of an unexpected shape is kept as native/unknown; the stream goes on."""
-        try:
-            self._on_frame(frame, out)
-        except UniversalEventError:
-            raise
-        except MALFORMED as exc:
-            out.append(self.malformed_frame(frame, exc))
+        self.handle_frames(self._sse.feed(chunk), self._on_frame, self._sse, out)
 
     def _feed_json(self, chunk: bytes, out: list[Event]) -> None:
         """A whole JSON body (non-streamed message, error) or JSON lines of events."""

@@ -237,9 +237,7 @@ class OpenAIChatAdapter(Adapter):
         """End the current stream: flush buffered input, close what is still open."""
         out: list[Event] = []
         if self._mode == "sse":
-            for frame in self._sse.flush():
-                self._guarded_frame(frame, out)
-            self.keep_unrecognised(self._sse, out)
+            self.handle_frames(self._sse.flush(), self._on_frame, self._sse, out)
         elif self._mode == "json":
             self._drain_json(out, final=True)
         self._sse = SSEDecoder()
@@ -297,19 +295,7 @@ class OpenAIChatAdapter(Adapter):
             self._json += data
             self._drain_json(out, final=False)
             return
-        for frame in self._sse.feed(data):
-            self._guarded_frame(frame, out)
-        if self._sse.unrecognised:
-            self.keep_unrecognised(self._sse, out)
-
-    def _guarded_frame(self, frame: SSEFrame, out: list[Event]) -> None:
-        """A frame of an unexpected shape is kept as native/unknown; the stream goes on."""
-        try:
-            self._on_frame(frame, out)
-        except UniversalEventError:
-            raise
-        except MALFORMED as exc:
-            out.append(self.malformed_frame(frame, exc))
+        self.handle_frames(self._sse.feed(data), self._on_frame, self._sse, out)
 
     def _feed_str(self, line: str, out: list[Event]) -> None:
         if "\n" in line.strip():
