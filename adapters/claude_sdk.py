@@ -144,6 +144,8 @@ class ClaudeCodeAdapter(Adapter):
         self._streamed: set[str] = set()
         self._native_sessions: set[str] = set()
         self._header: dict[str, Any] | None = None
+        self._runtime_settings: tuple[Any, Any] | None = None
+        """The last init line's ``cwd`` and ``permissionMode``."""
         self._tool_names: dict[str, str] = {}
         self._open_calls: set[str] = set()
 
@@ -315,12 +317,7 @@ class ClaudeCodeAdapter(Adapter):
                 )
             )
         tool_names = [str(name) for name in line.get("tools") or []]
-        header = {
-            "model": model,
-            "tools": tool_names,
-            "cwd": line.get("cwd"),
-            "permission_mode": line.get("permissionMode"),
-        }
+        header = {"model": model, "tools": tool_names}
         if header != self._header:
             self._header = header
             out.append(
@@ -333,16 +330,14 @@ class ClaudeCodeAdapter(Adapter):
                     model=model,
                     # The init line names the tools only; their schemas are in the requests.
                     tools=[ToolSpec(name=name) for name in tool_names],
-                    adapter_defaults={
-                        key: value
-                        for key, value in (
-                            ("cwd", header["cwd"]),
-                            ("permission_mode", header["permission_mode"]),
-                        )
-                        if value is not None
-                    },
                 )
             )
+        # The runtime's own settings are no API settings (a request with them is
+        # refused): the session start has them; a change later is kept as it came.
+        settings = (line.get("cwd"), line.get("permissionMode"))
+        if self._runtime_settings not in (None, settings):
+            out.append(self.unknown("system/init", dict(line), "runtime settings changed"))
+        self._runtime_settings = settings
 
     def _rate_limit(self, line: Mapping[str, Any], out: list[Event]) -> None:
         info = line.get("rate_limit_info") or {}

@@ -25,6 +25,7 @@ from universal_event.events import (
     AssistantMessageEvent,
     ErrorEvent,
     Event,
+    NativeUnknownEvent,
     RequestHeaderEvent,
     SessionStartEvent,
     TaskEndEvent,
@@ -365,3 +366,29 @@ def test_rate_limit_allowed_is_informational_and_typed_object_matches_the_line()
     (from_line,) = ClaudeCodeAdapter().feed(_RATE_LIMITED)
     assert isinstance(from_object, ErrorEvent) and isinstance(from_line, ErrorEvent)
     assert from_object.message == from_line.message == "rate limit rejected (five_hour)"
+
+
+def test_runtime_settings_stay_out_of_the_request_header() -> None:
+    """``cwd`` and ``permissionMode`` are Claude Code's, not the API's: a request with
+    them is refused, so the header has none; the session start keeps them, and a later
+    init that changes them is kept as it came."""
+    from adapters.anthropic import render_request
+
+    events = _run(CAPTURED / "cli" / "c01_tool" / "stdout.jsonl")
+    (header,) = [e for e in events if isinstance(e, RequestHeaderEvent)]
+    assert header.adapter_defaults == {} and header.sampling == {}
+    (start,) = [e for e in events if isinstance(e, SessionStartEvent)]
+    assert start.cwd and start.metadata["permissionMode"]
+    log = SessionLog()
+    for event in events:
+        log.append(event)
+    kwargs = render_request(log.derive_messages(), log.current_header())
+    assert not {"cwd", "permission_mode", "extra_body"} & set(kwargs)
+
+    init = json.loads((CAPTURED / "cli" / "c01_tool" / "stdout.jsonl").read_text().splitlines()[0])
+    adapter = ClaudeCodeAdapter()
+    adapter.feed(init)
+    assert adapter.feed(init) == []  # the same settings again: nothing new
+    changed = adapter.feed({**init, "permissionMode": "plan"})
+    (kept,) = [e for e in changed if isinstance(e, NativeUnknownEvent)]
+    assert kept.reason == "runtime settings changed" and kept.payload["permissionMode"] == "plan"
