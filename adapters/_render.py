@@ -443,11 +443,16 @@ def repair_group(
     first = messages[start]
     calls: dict[str, ToolCallPart] = {}
     assistant = None
+    shared: dict[str, list[str]] = {}
     if type(first) is AssistantMessage:
         assistant = first
         start += 1
         for part in first.content:
             if type(part) is ToolCallPart:
+                if part.id in calls:
+                    assistant, shared = _distinct_call_ids(first, warnings)
+                    calls = {p.id: p for p in assistant.content if type(p) is ToolCallPart}
+                    break
                 calls[part.id] = part
     results: list[ToolMessage] = []
     users: list[UserMessage] = []
@@ -461,6 +466,8 @@ def repair_group(
             reused = True
     for message in messages[start:end]:
         if type(message) is ToolMessage:
+            if shared and message.call_id in shared:
+                message = _to_next_open_call(message, shared[message.call_id], open_ids)
             if message.call_id in open_ids:
                 open_ids.remove(message.call_id)
                 results.append(message)
@@ -485,6 +492,52 @@ def repair_group(
     if reused and call_ids is not None:
         call_ids.add(into, group_start)
     return into
+
+
+def _distinct_call_ids(
+    message: AssistantMessage, warnings: list[WarningEvent] | None = None
+) -> tuple[AssistantMessage, dict[str, list[str]]]:
+    """Rule 8 inside one message: calls sharing an id (some servers give parallel calls
+    one id, or none) get ``<id>#<n>`` from the second on; the id → the ids its calls
+    now have, in order, which its results take in the order they come."""
+    shared: dict[str, list[str]] = {}
+    taken = {part.id for part in message.content if type(part) is ToolCallPart}
+    content: list[Any] = []
+    for part in message.content:
+        if type(part) is ToolCallPart:
+            ids = shared.setdefault(part.id, [])
+            if ids:
+                uses = len(ids)
+                while f"{part.id}#{uses}" in taken:
+                    uses += 1
+                new_id = f"{part.id}#{uses}"
+                taken.add(new_id)
+                ids.append(new_id)
+                part = msgspec.structs.replace(part, id=new_id)
+            else:
+                ids.append(part.id)
+        content.append(part)
+    shared = {call_id: ids for call_id, ids in shared.items() if len(ids) > 1}
+    if warnings is not None:
+        for call_id, ids in shared.items():
+            warnings.append(
+                warning(
+                    "tool_id_shared",
+                    f"{len(ids)} tool calls of one assistant message share the id "
+                    f"{call_id!r}; sent as {', '.join(map(repr, ids))}, its results "
+                    "taken by them in order",
+                    call_id=call_id,
+                )
+            )
+    return msgspec.structs.replace(message, content=content), shared
+
+
+def _to_next_open_call(message: ToolMessage, ids: list[str], open_ids: set[str]) -> ToolMessage:
+    """A result of a shared id answers the first of its calls still open."""
+    for call_id in ids:
+        if call_id in open_ids:
+            return msgspec.structs.replace(message, call_id=call_id)
+    return message
 
 
 def _add_synthetic_results(
@@ -727,9 +780,12 @@ class CallIds:
             renamed = {call_id: new for call_id, new, _ in undo}
             first = messages[starts[index]]
             if type(first) is AssistantMessage:
-                for part in first.content:
-                    if type(part) is ToolCallPart:
-                        self.in_use.discard(renamed.get(part.id, part.id))
+                ids = [part.id for part in first.content if type(part) is ToolCallPart]
+                if len(set(ids)) < len(ids):  # as repair_group counted them
+                    distinct, _ = _distinct_call_ids(first)
+                    ids = [part.id for part in distinct.content if type(part) is ToolCallPart]
+                for call_id in ids:
+                    self.in_use.discard(renamed.get(call_id, call_id))
             for call_id, _, previous in reversed(undo):
                 if previous:
                     self._uses[call_id] = previous

@@ -616,6 +616,63 @@ def test_rule_8_an_id_reused_in_a_later_round_is_made_unique(target: str) -> Non
     assert [w.code for w in warnings] == ["tool_id_reused", "tool_id_reused"]
 
 
+def _shared_id_round(call_id: str, cities: tuple[str, ...]) -> list[Message]:
+    """Parallel calls of one message sharing an id (a server that gives them one id,
+    or none), their results logged under it, in call order."""
+    return [
+        AssistantMessage(
+            content=[
+                ToolCallPart(id=call_id, name="weather", arguments={"city": c}) for c in cities
+            ]
+        ),
+        *(result(call_id, f"{city}: sunny") for city in cities),
+        user("thanks"),
+    ]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("call_id", ["call_same", ""])
+def test_rule_8_calls_sharing_an_id_in_one_message_each_keep_their_result(
+    target: str, call_id: str
+) -> None:
+    """Each call gets an id of its own and the results, in order, one each; nothing is
+    dropped as an orphan (before: one tool_use id twice, and the second result lost)."""
+    messages = [user("weather?"), *_shared_id_round(call_id, ("Paris", "Rome", "Oslo"))]
+    kwargs, warnings = render(target, messages)
+    wire = history(kwargs)
+    if target == "anthropic":
+        calls = [b["id"] for m in wire for b in m["content"] if b.get("type") == "tool_use"]
+        results = [
+            (b["tool_use_id"], b["content"])
+            for m in wire
+            for b in m["content"]
+            if b.get("type") == "tool_result"
+        ]
+    elif target == "openai-chat":
+        calls = [c["id"] for m in wire for c in m.get("tool_calls", [])]
+        results = [(m["tool_call_id"], m["content"]) for m in wire if m["role"] == "tool"]
+    else:
+        calls = [i["call_id"] for i in wire if i.get("type") == "function_call"]
+        results = [(i["call_id"], i["output"]) for i in wire if "output" in i]
+    assert len(set(calls)) == 3 and all(calls)
+    answers = ["Paris: sunny", "Rome: sunny", "Oslo: sunny"]
+    assert results == list(zip(calls, answers, strict=True))
+    assert [w.code for w in warnings] == ["tool_id_shared"]
+
+
+def test_rule_8_shared_ids_render_the_same_with_the_render_cache() -> None:
+    renderer = module("anthropic").render_request
+    header = HEADERS["anthropic"]
+    cache = RenderCache()
+    first = [user("go"), *_shared_id_round("c", ("a", "b")), *_shared_id_round("c", ("d",))]
+    renderer(first, header, cache=cache)
+    grown = [*first, *_shared_id_round("c", ("e", "f"))]
+    assert renderer(grown, header, cache=cache) == renderer(grown, header)
+    rewritten = [user("go"), *_shared_id_round("x", ("a",)), *grown[5:]]
+    assert renderer(rewritten, header, cache=cache) == renderer(rewritten, header)
+    assert renderer(grown, header, cache=cache) == renderer(grown, header)
+
+
 def test_rule_8_unique_ids_are_the_same_with_the_render_cache() -> None:
     """Ids counted by earlier groups are part of the cached state: an append, and a
     rewrite of the history's middle, render as a fresh render does."""
