@@ -1073,39 +1073,74 @@ def translate_sampling(
             break
     source_stop = _STOP_KEY.get(source_api or "")
     if source_stop in sampling and target_api in _STOP_KEY:
-        out[_STOP_KEY[target_api]] = sampling[source_stop]
+        stop = sampling[source_stop]
+        # Chat takes one string or a list; Anthropic only a list.
+        out[_STOP_KEY[target_api]] = [stop] if isinstance(stop, str) else stop
         used.add(source_stop)
     if "tool_choice" in sampling:
-        used.add("tool_choice")
         choice = _native_tool_choice(
             target_api, _neutral_tool_choice(source_api, sampling["tool_choice"])
         )
-        if choice is not None:
+        if choice is not None:  # else dropped, with the warning below
             out["tool_choice"] = choice
+            used.add("tool_choice")
     effort = _reasoning_effort(source_api, sampling)
     used.update(("thinking", "reasoning", "reasoning_effort"))
+    warnings: list[WarningEvent] = []
     if effort is not None:
         if target_api == "messages":
-            budget = _EFFORT_BUDGET.get(effort, 8192)
-            out["thinking"] = {"type": "enabled", "budget_tokens": budget}
-            out["max_tokens"] = max(int(out.get("max_tokens") or 0), budget + 4096)
+            if effort != "none":  # "none" is no reasoning: thinking stays off
+                _enable_thinking(out, _EFFORT_BUDGET.get(effort, 8192), warnings)
         elif target_api == "chat":
             out["reasoning_effort"] = effort
         else:
             out["reasoning"] = {"effort": effort}
     dropped = sorted(key for key in sampling if key not in used)
-    warnings = (
-        [
+    if dropped:
+        warnings.append(
             warning(
                 "setting_dropped",
                 f"settings with no {target_api} equivalent were not sent: {', '.join(dropped)}",
                 settings=dropped,
             )
-        ]
-        if dropped
-        else []
-    )
+        )
     return out, warnings
+
+
+def _enable_thinking(out: dict[str, Any], budget: int, warnings: list[WarningEvent]) -> None:
+    """Anthropic thinking for a translated reasoning effort, unless a setting it cannot
+    go with wins: a forced tool choice keeps the request's flow (thinking is left off);
+    a temperature (or a ``top_p`` under 0.95), which thinking does not take, is left out.
+    """
+    choice = out.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") in ("any", "tool"):
+        warnings.append(
+            warning(
+                "setting_conflict",
+                "thinking cannot be on with a forced tool choice: the reasoning effort "
+                "was not sent",
+                settings=["thinking"],
+            )
+        )
+        return
+    out["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    out["max_tokens"] = max(int(out.get("max_tokens") or 0), budget + 4096)
+    conflicting = [
+        key
+        for key in ("temperature", "top_p")
+        if key in out
+        and not (key == "top_p" and isinstance(out[key], int | float) and 0.95 <= out[key] <= 1)
+    ]
+    for key in conflicting:
+        del out[key]
+    if conflicting:
+        warnings.append(
+            warning(
+                "setting_conflict",
+                f"thinking does not take {' or '.join(conflicting)} (as set): not sent",
+                settings=conflicting,
+            )
+        )
 
 
 def split_create_kwargs(kwargs: dict[str, Any], accepted: frozenset[str]) -> dict[str, Any]:

@@ -292,7 +292,7 @@ class _GroupRenderer(GroupRenderer):
             "type": "tool_use",
             "id": _IDS.get(part.id) or map_tool_call_id(part.id, ANTHROPIC_TOOL_IDS),
             "name": part.name,
-            "input": part.arguments if part.arguments is not None else _tool_input(part),
+            "input": part.arguments if type(part.arguments) is dict else _tool_input(part),
         }
         if part.cache_control is not None and self.keep_cache:
             block["cache_control"] = part.cache_control
@@ -436,8 +436,8 @@ def _check_thinking_start(
 
 
 def _tool_input(part: ToolCallPart) -> Any:
-    if part.arguments is not None:
-        return part.arguments
+    if part.arguments is not None:  # JSON, but not an object (a list, a number)
+        return {"input": part.arguments}
     if part.kind == "custom" or part.arguments_raw:
         # a freeform (custom) tool's text input, or arguments that were not JSON:
         # Anthropic wants an object, so the text travels under "input"

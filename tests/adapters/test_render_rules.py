@@ -928,6 +928,76 @@ def test_rule_11_foreign_server_tools_and_settings_dropped_with_warning() -> Non
     assert sorted(w.code for w in warnings) == ["setting_dropped", "tool_dropped"]
 
 
+def _settings_for(target: str, source_api: str, sampling: dict[str, Any]) -> tuple[Any, list[str]]:
+    header = RequestHeaderEvent(
+        provider="anthropic" if source_api == "messages" else "openai",
+        api=source_api,
+        model="some-model",
+        tools=[ToolSpec(name="get", input_schema={"type": "object", "properties": {}})],
+        sampling=sampling,
+    )
+    warnings: list[WarningEvent] = []
+    kwargs = module(target).render_request(
+        [user("hi")], header, RenderPolicy(model="m"), warnings=warnings
+    )
+    kwargs = {**kwargs, **kwargs.pop("extra_body", {})}
+    return kwargs, sorted(w.code for w in warnings)
+
+
+def test_settings_a_chat_stop_string_becomes_an_anthropic_list() -> None:
+    kwargs, codes = _settings_for("anthropic", "chat", {"stop": "END", "max_tokens": 50})
+    assert kwargs["stop_sequences"] == ["END"] and codes == []
+    kwargs, _ = _settings_for("anthropic", "chat", {"stop": ["A", "B"]})
+    assert kwargs["stop_sequences"] == ["A", "B"]
+
+
+@pytest.mark.parametrize("source_api", ["chat", "responses"])
+def test_settings_reasoning_effort_none_leaves_thinking_off(source_api: str) -> None:
+    """``none`` is an effort (gpt-5.1 and later): no reasoning, so no thinking."""
+    sampling = (
+        {"reasoning_effort": "none"} if source_api == "chat" else {"reasoning": {"effort": "none"}}
+    )
+    kwargs, codes = _settings_for("anthropic", source_api, sampling)
+    assert "thinking" not in kwargs and codes == []
+    other = "openai-responses" if source_api == "chat" else "openai-chat"
+    kwargs, _ = _settings_for(other, source_api, sampling)
+    assert kwargs.get("reasoning_effort", kwargs.get("reasoning")) in ("none", {"effort": "none"})
+
+
+def test_settings_thinking_is_not_combined_with_what_anthropic_refuses_beside_it() -> None:
+    """Thinking takes neither a forced tool choice nor a temperature (nor top_p < 0.95)."""
+    forced, codes = _settings_for(
+        "anthropic", "chat", {"reasoning_effort": "high", "tool_choice": "required"}
+    )
+    assert forced["tool_choice"] == {"type": "any"} and "thinking" not in forced
+    assert codes == ["setting_conflict"]
+    tempered, codes = _settings_for(
+        "anthropic", "chat", {"reasoning_effort": "low", "temperature": 0.2, "top_p": 0.5}
+    )
+    assert tempered["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assert "temperature" not in tempered and "top_p" not in tempered
+    assert codes == ["setting_conflict"]
+    fine, codes = _settings_for("anthropic", "chat", {"reasoning_effort": "low", "top_p": 0.97})
+    assert fine["top_p"] == 0.97 and "thinking" in fine and codes == []
+
+
+def test_settings_a_tool_choice_with_no_equivalent_is_named_in_a_warning() -> None:
+    allowed = {"type": "allowed_tools", "mode": "auto", "tools": []}
+    kwargs, codes = _settings_for("anthropic", "chat", {"tool_choice": allowed})
+    assert "tool_choice" not in kwargs and codes == ["setting_dropped"]
+
+
+def test_anthropic_tool_input_is_always_an_object() -> None:
+    messages: list[Message] = [
+        user("go"),
+        AssistantMessage(content=[ToolCallPart(id="t1", name="f", arguments=[1, 2])]),
+        result("t1", "ok"),
+    ]
+    kwargs, _ = render("anthropic", messages)
+    (tool_use,) = [b for b in history(kwargs)[1]["content"] if b["type"] == "tool_use"]
+    assert tool_use["input"] == {"input": [1, 2]}
+
+
 def test_render_needs_a_model() -> None:
     with pytest.raises(RenderError, match="no model"):
         module("anthropic").render_request([user("hi")], None)
