@@ -951,11 +951,14 @@ class RenderRun:
             return []
         native_header = header.provider == self.provider and header.api == self.api
         tools = []
+        unschemed: list[str] = []
         for spec in header.tools:
             if native_header and spec.native is not None:
                 tools.append(dict(spec.native))
             elif (tool := convert(spec)) is not None:
                 tools.append(tool)
+                if spec.kind == "function" and spec.input_schema is None:
+                    unschemed.append(spec.name)
             else:
                 self.warnings.append(
                     warning(
@@ -964,7 +967,38 @@ class RenderRun:
                         f"has no {self.provider}/{self.api} equivalent; not offered",
                     )
                 )
+        if unschemed:
+            # Claude Code's init line names its tools only.
+            self.warnings.append(
+                warning(
+                    "tool_schema_missing",
+                    f"{len(unschemed)} tools have no input schema in the log and are offered "
+                    f"as taking no arguments: {', '.join(unschemed)}",
+                    tools=unschemed,
+                )
+            )
+        self._check_tool_names(header)
         return tools
+
+    def _check_tool_names(self, header: RequestHeaderEvent) -> None:
+        """A tool name the target refuses (its characters, its length) is named in a
+        warning: renaming a tool would also rename what the model calls it back."""
+        pattern = _TOOL_NAME[self.api]
+        refused = [
+            spec.name
+            for spec in header.tools
+            if spec.kind != "server" and not pattern.fullmatch(spec.name)
+        ]
+        if refused:
+            self.warnings.append(
+                warning(
+                    "tool_name_refused",
+                    f"{self.provider}/{self.api} takes tool names matching "
+                    f"{pattern.pattern}; these do not and the request will be refused: "
+                    f"{', '.join(map(repr, refused))}",
+                    tools=refused,
+                )
+            )
 
     def add_settings(self, kwargs: dict[str, Any], history_keys: frozenset[str]) -> None:
         """The translated settings, except the keys the request builds itself."""
@@ -993,6 +1027,14 @@ def merged_sampling(header: RequestHeaderEvent | None) -> dict[str, Any]:
         return {}
     return {**header.adapter_defaults, **header.sampling}
 
+
+_TOOL_NAME = {
+    "messages": re.compile(r"[a-zA-Z0-9_-]{1,128}"),
+    "chat": re.compile(r"[a-zA-Z0-9_-]{1,64}"),
+    "responses": re.compile(r"[a-zA-Z0-9_-]{1,64}"),
+}
+"""The tool names each api takes (Anthropic's API errors quote its pattern; OpenAI's
+function definitions say "a-z, A-Z, 0-9, underscores and dashes, at most 64")."""
 
 _MAX_TOKENS_KEY = {
     "messages": "max_tokens",
@@ -1141,6 +1183,19 @@ def _enable_thinking(out: dict[str, Any], budget: int, warnings: list[WarningEve
                 settings=conflicting,
             )
         )
+
+
+def custom_tool_format(spec: ToolSpec) -> dict[str, Any] | None:
+    """A custom (freeform) tool's input format, Responses-shaped (``{"type": "grammar",
+    "syntax", "definition"}`` or ``{"type": "text"}``), from its native definition in
+    either OpenAI shape (Chat nests the grammar: ``custom.format.grammar``)."""
+    native = spec.native or {}
+    form = native.get("format")
+    if form is None and isinstance(native.get("custom"), dict):
+        form = native["custom"].get("format")
+        if isinstance(form, dict) and isinstance(form.get("grammar"), dict):
+            form = {"type": "grammar", **form["grammar"]}
+    return form if isinstance(form, dict) else None
 
 
 def split_create_kwargs(kwargs: dict[str, Any], accepted: frozenset[str]) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from adapters._render import (
     RenderPolicy,
     RenderRun,
     create_parameters,
+    custom_tool_format,
     empty_message,
     foreign_reasoning,
     instruction_as_user,
@@ -514,8 +515,14 @@ def _function_tool(spec: ToolSpec) -> dict[str, Any] | None:
             "required": ["input"],
         }
     tool: dict[str, Any] = {"name": spec.name, "input_schema": schema}
-    if spec.description:
-        tool["description"] = spec.description
+    description = spec.description
+    form = custom_tool_format(spec) if spec.kind == "custom" else None
+    if form is not None and form.get("type") == "grammar":
+        # No grammar-constrained input here: the model is told the grammar instead.
+        grammar = f"The input follows this {form.get('syntax')} grammar:\n{form.get('definition')}"
+        description = f"{description}\n\n{grammar}" if description else grammar
+    if description:
+        tool["description"] = description
     return tool
 
 

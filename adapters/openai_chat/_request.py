@@ -44,6 +44,7 @@ from adapters._render import (
     RenderRun,
     add_openai_users,
     create_parameters,
+    custom_tool_format,
     foreign_reasoning,
     image_url,
     is_blank,
@@ -309,7 +310,17 @@ def _function_tool(spec: ToolSpec) -> dict[str, Any] | None:
             function["description"] = spec.description
         return {"type": "function", "function": function}
     if spec.kind == "custom":
-        return {"type": "custom", "custom": {"name": spec.name}}
+        custom: dict[str, Any] = {"name": spec.name}
+        if spec.description:
+            custom["description"] = spec.description
+        form = custom_tool_format(spec)
+        if form is not None:
+            custom["format"] = (
+                {"type": "grammar", "grammar": {k: v for k, v in form.items() if k != "type"}}
+                if form.get("type") == "grammar"
+                else form
+            )
+        return {"type": "custom", "custom": custom}
     return None
 
 

@@ -32,6 +32,7 @@ from adapters._render import (
     RenderRun,
     add_openai_users,
     create_parameters,
+    custom_tool_format,
     foreign_reasoning,
     image_url,
     is_blank,
@@ -335,7 +336,13 @@ def _function_tool(spec: ToolSpec) -> dict[str, Any] | None:
             "strict": False,
         }
     if spec.kind == "custom":
-        return {"type": "custom", "name": spec.name, "description": spec.description}
+        tool: dict[str, Any] = {"type": "custom", "name": spec.name}
+        if spec.description:
+            tool["description"] = spec.description
+        form = custom_tool_format(spec)
+        if form is not None:
+            tool["format"] = form
+        return tool
     return None
 
 

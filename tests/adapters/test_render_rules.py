@@ -987,6 +987,89 @@ def test_settings_a_tool_choice_with_no_equivalent_is_named_in_a_warning() -> No
     assert "tool_choice" not in kwargs and codes == ["setting_dropped"]
 
 
+_GRAMMAR = {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}
+
+
+@pytest.mark.parametrize(
+    ("source", "native"),
+    [
+        (
+            "responses",
+            {"type": "custom", "name": "patch", "description": "Apply.", "format": _GRAMMAR},
+        ),
+        (
+            "chat",
+            {
+                "type": "custom",
+                "custom": {
+                    "name": "patch",
+                    "description": "Apply.",
+                    "format": {
+                        "type": "grammar",
+                        "grammar": {"syntax": "lark", "definition": "start: /.+/"},
+                    },
+                },
+            },
+        ),
+    ],
+)
+def test_custom_tools_keep_their_description_and_grammar(
+    source: str, native: dict[str, Any]
+) -> None:
+    spec = ToolSpec(name="patch", description="Apply.", kind="custom", native=native)
+    header = RequestHeaderEvent(provider="openai", api=source, model="m", tools=[spec])
+    tools = {
+        target: module(target).render_request([user("hi")], header, RenderPolicy(model="m"))[
+            "tools"
+        ][0]
+        for target in TARGETS
+    }
+    assert tools["openai-chat"] == {
+        "type": "custom",
+        "custom": {
+            "name": "patch",
+            "description": "Apply.",
+            "format": {
+                "type": "grammar",
+                "grammar": {"syntax": "lark", "definition": "start: /.+/"},
+            },
+        },
+    }
+    assert tools["openai-responses"] == {
+        "type": "custom",
+        "name": "patch",
+        "description": "Apply.",
+        "format": _GRAMMAR,
+    }
+    # Anthropic has no grammar-constrained input: the model is told the grammar.
+    assert "start: /.+/" in tools["anthropic"]["description"]
+    assert tools["anthropic"]["description"].startswith("Apply.")
+
+
+def test_tools_without_a_schema_or_with_a_refused_name_are_named_in_warnings() -> None:
+    long_name = "mcp__claude_ai_Google_Drive__search_files_in_shared_drive_folder_v2"
+    header = RequestHeaderEvent(
+        provider="anthropic",
+        api="messages",
+        model="m",
+        tools=[ToolSpec(name="Bash"), ToolSpec(name=long_name), ToolSpec(name="web.search")],
+    )
+    for target in TARGETS:
+        warnings: list[WarningEvent] = []
+        module(target).render_request(
+            [user("hi")], header, RenderPolicy(model="m"), warnings=warnings
+        )
+        by_code = {w.code: w for w in warnings}
+        assert by_code["tool_schema_missing"].details["tools"] == [
+            "Bash",
+            long_name,
+            "web.search",
+        ]
+        refused = by_code["tool_name_refused"].details["tools"]
+        # 68 characters: within Anthropic's 128, over OpenAI's 64; a dot: refused by all
+        assert refused == (["web.search"] if target == "anthropic" else [long_name, "web.search"])
+
+
 def test_anthropic_tool_input_is_always_an_object() -> None:
     messages: list[Message] = [
         user("go"),
