@@ -414,9 +414,11 @@ def _check_thinking_start(
     if last_assistant is None:
         return
     after = history[last_assistant + 1 :]
-    continues_loop = all(
-        isinstance(m["content"], list) and m["content"][0].get("type") == "tool_result"
-        for m in after
+    # The API joins consecutive user messages: what follows the assistant turn starts
+    # with the first one's first block.
+    continues_loop = not after or (
+        isinstance(after[0]["content"], list)
+        and after[0]["content"][0].get("type") == "tool_result"
     )
     first = history[last_assistant]["content"][0]
     if not continues_loop or first.get("type") in ("thinking", "redacted_thinking"):

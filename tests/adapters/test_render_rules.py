@@ -258,6 +258,19 @@ def test_rule_3_new_user_turn_keeps_thinking_on() -> None:
     assert warnings == []
 
 
+def test_rule_3_results_followed_by_more_user_messages_still_continue_the_loop() -> None:
+    """The API joins consecutive user messages: tool results, then a reminder, then
+    the user's text are one turn that starts with the results."""
+    header = msgspec.structs.replace(
+        HEADERS["anthropic"], sampling={"thinking": {"type": "enabled", "budget_tokens": 1024}}
+    )
+    messages = [*_tool_loop([encrypted(GPT)], GPT), user("<reminder>"), user("now summarise")]
+    kwargs, warnings = render("anthropic", messages, header)
+    assert [m["role"] for m in history(kwargs)][-2:] == ["user", "user"]
+    assert kwargs["thinking"] == {"type": "disabled"}
+    assert "thinking_disabled" in [w.code for w in warnings]
+
+
 # ---------------------------------------------------------------- rule 4
 
 
