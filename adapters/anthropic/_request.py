@@ -126,6 +126,15 @@ def render_request(
     kwargs.setdefault("max_tokens", run.policy.default_max_tokens)
     _check_thinking_start(kwargs, run.policy, run.warnings)
     _limit_cache_marks(kwargs, run.cache_marks, run.warnings)
+    if wire and wire[0]["role"] != "user":
+        run.warnings.append(
+            warning(
+                "first_message_not_user",
+                "the history starts with an assistant message (a capture that does not "
+                "echo the prompt, a trimmed history); the Messages API has refused such "
+                'requests ("first message must use the user role")',
+            )
+        )
     return run.finish(kwargs, _accepted(), warnings)
 
 

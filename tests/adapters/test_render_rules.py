@@ -1172,3 +1172,11 @@ def test_a_message_in_a_role_the_format_lacks_is_kept_not_guessed(target: str, k
     assert kept.native_type == "zz" and f"$.{key}[1]" in kept.reason
     assert not any(isinstance(e, AssistantMessageEvent) for e in events)
     assert sum(isinstance(e, UserMessageEvent) for e in events) == 1
+
+
+def test_an_anthropic_history_starting_with_the_assistant_is_named_in_a_warning() -> None:
+    messages: list[Message] = [AssistantMessage(content=[TextPart(text="hi")]), user("ok")]
+    _, warnings = render("anthropic", messages)
+    assert [w.code for w in warnings] == ["first_message_not_user"]
+    _, warnings = render("anthropic", [user("hi"), *messages])
+    assert warnings == []
