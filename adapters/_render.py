@@ -1374,10 +1374,30 @@ def unknown_role(runtime: str, message: Any, path: str) -> NativeUnknownEvent:
     )
 
 
-def request_body(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``create()`` kwargs as the JSON body: ``extra_body`` merged in."""
+def request_body(
+    kwargs: dict[str, Any], history_key: Literal["messages", "input"]
+) -> dict[str, Any]:
+    """``create()`` kwargs as the JSON body: ``extra_body`` merged in.
+
+    A body whose history is under the other APIs' key (``messages`` for Responses,
+    ``input`` for Chat and Anthropic) is a request of another API, read with the wrong
+    parser: refused, or its history would pass for a setting and be lost.
+    """
     body = {**kwargs, **(kwargs.get("extra_body") or {})}
     body.pop("extra_body", None)
+    other = "input" if history_key == "messages" else "messages"
+    if history_key not in body and other in body:
+        from universal_event.errors import DecodeError
+
+        readers = (
+            "openai-responses-request"
+            if other == "input"
+            else "openai-chat-request or anthropic-request"
+        )
+        raise DecodeError(
+            f"the body has {other!r} but no {history_key!r}: a request of another API "
+            f"(read it as {readers})"
+        )
     return body
 
 

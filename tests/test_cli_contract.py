@@ -218,3 +218,53 @@ def test_store_may_come_before_the_command(tmp_path: Path) -> None:
     assert listed.returncode == 0 and b"s1" in listed.stdout
     both = _run("--store", f"sqlite:///{before}", "sessions", "--store", f"sqlite:///{after}")
     assert both.returncode == 0 and b"s1" not in both.stdout and not after.exists()
+
+
+def test_bad_command_lines_get_one_line_errors_not_tracebacks(tmp_path: Path) -> None:
+    """Usage errors exit 2, everything else 1, always as one line on stderr."""
+    cases: list[tuple[list[str], int, str]] = [
+        (["events", "--session", ""], 2, "a session id must not be empty"),
+        (["fork", "--session", "a", "--new", " "], 2, "a session id must not be empty"),
+        (["serve", "--port", "99999"], 2, "is not a TCP port"),
+        (["replay", "--session", "a", "--paced", "--max-gap", "0"], 2, "must be a positive"),
+        (["sessions", "--store", ""], 1, "--store is empty"),
+        (
+            ["sessions", "--store", f"sqlite:/{tmp_path}/x.db"],
+            1,
+            "has a host part",
+        ),
+        (["schema", "--out", "/proc/no-such-dir"], 1, "universal-event: error: "),
+        (["schema", "--check", "--out", str(tmp_path)], 1, "does not exist"),
+    ]
+    for args, status, message in cases:
+        result = _run(*args)
+        err = result.stderr.decode()
+        assert result.returncode == status, (args, err)
+        assert message in err and "Traceback" not in err, (args, err)
+
+
+def test_a_request_body_read_as_another_api_is_refused_naming_the_right_reader() -> None:
+    chat_body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+    result = _run("normalize", "--from", "openai-responses-request", "-", stdin=chat_body.encode())
+    assert result.returncode == 1
+    assert "read it as openai-chat-request or anthropic-request" in result.stderr.decode()
+    responses_body = json.dumps({"model": "m", "input": "hi"}).encode()
+    result = _run("normalize", "--from", "anthropic-request", "-", stdin=responses_body)
+    assert "read it as openai-responses-request" in result.stderr.decode()
+
+
+def test_replay_paced_caps_long_gaps(tmp_path: Path) -> None:
+    from universal_event.events import UserMessageEvent
+    from universal_event.stores import open_store
+
+    store = f"sqlite:///{tmp_path}/s.db"
+    opened = open_store(store)
+    eight_hours_apart = [
+        UserMessageEvent(seq=seq, id=f"e{seq}", session_id="s", ts=1.7e9 + seq * 30_000)
+        for seq in range(2)
+    ]
+    opened.append("s", eight_hours_apart, expected_seq=0)
+    opened.close()
+    result = _run("replay", "--session", "s", "--paced", "--max-gap", "0.05", "--store", store)
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 2  # within the test's timeout, not 8 h later

@@ -20,6 +20,7 @@ from universal_event.errors import (
     NotAvailableError,
     SessionNotFoundError,
     StoreNotFoundError,
+    StoreURLError,
     UniversalEventError,
 )
 from universal_event.stores import DEFAULT_STORE_URL
@@ -51,7 +52,9 @@ Handler = Callable[[argparse.Namespace], int]
 def _store_url(args: argparse.Namespace) -> str:
     """``--store`` after the command, else before it, else the environment, else the
     embedded default."""
-    url: str | None = args.store or getattr(args, "global_store", None)
+    url: str | None = args.store if args.store is not None else getattr(args, "global_store", None)
+    if url is not None and not url.strip():
+        raise StoreURLError("--store is empty: give a store URL (or leave the option out)")
     return url or os.environ.get("UNIVERSAL_EVENT_STORE") or DEFAULT_STORE_URL
 
 
@@ -79,7 +82,13 @@ def cmd_schema(args: argparse.Namespace) -> int:
     directory = Path(args.out)
     if args.check:
         path = directory / SCHEMA_FILENAME
-        if not path.exists() or path.read_bytes() != render_schema():
+        if not path.is_file():
+            print(
+                f"{path} does not exist: run `universal-event schema --out {directory}`",
+                file=sys.stderr,
+            )
+            return 1
+        if path.read_bytes() != render_schema():
             print(
                 f"{path} is stale: run `universal-event schema --out {directory}`",
                 file=sys.stderr,
@@ -276,7 +285,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if store.latest_seq(args.session) < 0:
             raise SessionNotFoundError(args.session)
         out = sys.stdout.buffer
-        for event in replay(store.read(args.session), paced=args.paced):
+        events = replay(
+            store.read(args.session), paced=args.paced, speed=args.speed, max_gap=args.max_gap
+        )
+        for event in events:
             out.write(encode(event) + b"\n")
             if args.paced:
                 out.flush()
@@ -327,6 +339,7 @@ def _drive(args: argparse.Namespace, runtime: str, prompt: str | None) -> int:
         log = SessionLog(store, args.session)
         stack.callback(log.close)
         status = "completed"
+        error: BaseException | None = None
         if prompt is None:
             written = hand_off(
                 log,
@@ -351,8 +364,12 @@ def _drive(args: argparse.Namespace, runtime: str, prompt: str | None) -> int:
                     file=sys.stderr,
                 )
             result = runner.run(log, prompt, resume=resume)
-            status = result.status
+            status, error = result.status, result.error
         print("\n".join(timeline_lines(args.session, log.events())))
+        if error is not None:
+            # e.g. a checkpoint refused because another process wrote the session
+            print(f"universal-event: error: the run ended early: {error}", file=sys.stderr)
+            return 1
     return 0 if status == "completed" else 1
 
 
@@ -415,6 +432,28 @@ def cmd_serve(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- parser
 
 
+def _session_id(text: str) -> str:
+    """A session id given on the command line: not empty (the library would make one up,
+    and the user could not find the session by what they typed)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("a session id must not be empty")
+    return text
+
+
+def _port(text: str) -> int:
+    port = int(text)
+    if not 0 < port < 65536:
+        raise argparse.ArgumentTypeError(f"{port} is not a TCP port (1-65535)")
+    return port
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} must be a positive number")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="universal-event",
@@ -444,50 +483,59 @@ def build_parser() -> argparse.ArgumentParser:
     import_ = add("import", cmd_import, "normalize a native stream into a stored session")
     import_.add_argument("--from", dest="runtime", required=True, choices=RUNTIME_CHOICES)
     import_.add_argument("file")
-    import_.add_argument("--session", required=True)
+    import_.add_argument("--session", required=True, type=_session_id)
 
     for name, handler, help_text in (
         ("events", cmd_events, "the stored events as JSON lines"),
         ("derive", cmd_derive, "the derived neutral messages as a JSON array"),
     ):
         sub = add(name, handler, help_text)
-        sub.add_argument("--session", required=True)
+        sub.add_argument("--session", required=True, type=_session_id)
 
     render = add("render", cmd_render, "the SDK create() keyword arguments for a target")
-    render.add_argument("--session", required=True)
+    render.add_argument("--session", required=True, type=_session_id)
     render.add_argument("--to", dest="target", required=True, choices=TARGET_CHOICES)
     render.add_argument("--model", default=None, help="target model (default: the session's)")
 
     add("sessions", cmd_sessions, "list stored sessions")
     show = add("show", cmd_show, "a readable table of a session's turns, steps, tool calls")
-    show.add_argument("session")
+    show.add_argument("session", type=_session_id)
 
     fork = add("fork", cmd_fork, "fork a session at a turn boundary")
-    fork.add_argument("--session", required=True)
-    fork.add_argument("--new", dest="new_session", required=True)
+    fork.add_argument("--session", required=True, type=_session_id)
+    fork.add_argument("--new", dest="new_session", required=True, type=_session_id)
     fork.add_argument("--turn", default=None, help="turn id to fork after (default: last)")
 
     repair = add("repair", cmd_repair, "close a cut-off session cleanly")
-    repair.add_argument("--session", required=True)
+    repair.add_argument("--session", required=True, type=_session_id)
 
     replay = add("replay", cmd_replay, "print every event again, chunks included")
-    replay.add_argument("--session", required=True)
+    replay.add_argument("--session", required=True, type=_session_id)
     replay.add_argument("--paced", action="store_true", help="wait as the original did")
+    replay.add_argument(
+        "--speed", type=_seconds, default=1.0, help="with --paced: this many times as fast"
+    )
+    replay.add_argument(
+        "--max-gap",
+        type=_seconds,
+        default=None,
+        help="with --paced: wait at most this many seconds between two events",
+    )
 
     run = add("run", cmd_run, "drive a runtime, log it live, print the unified timeline")
     run.add_argument("--runtime", required=True, choices=("claude-code", "codex"))
-    run.add_argument("--session", required=True)
+    run.add_argument("--session", required=True, type=_session_id)
     run.add_argument("prompt")
     _runtime_options(run)
 
     handoff = add("handoff", cmd_handoff, "hand a session to another runtime")
-    handoff.add_argument("--session", required=True)
+    handoff.add_argument("--session", required=True, type=_session_id)
     handoff.add_argument("--to", dest="target", required=True, choices=("claude-code", "codex"))
     handoff.add_argument("prompt", nargs="?", default=None, help="run this turn there at once")
     _runtime_options(handoff)
 
     serve = add("serve", cmd_serve, "the control plane: SSE transport and session viewer")
-    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--port", type=_port, default=8765)
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--dev", action="store_true", help="loopback only, no auth")
     serve.add_argument(
@@ -505,13 +553,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except NotAvailableError as exc:
-        print(f"universal-event: {exc}", file=sys.stderr)
+        print(f"universal-event: error: {exc}", file=sys.stderr)
         return 2
     except UniversalEventError as exc:
         print(f"universal-event: error: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a full disk, a port in use, a path that cannot be written
+        print(f"universal-event: error: {_os_error(exc)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:  # what was logged before it is stored (checkpoints)
+        print("universal-event: interrupted", file=sys.stderr)
+        return 130
+
+
+def _os_error(exc: OSError) -> str:
+    where = f": {exc.filename}" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
 
 
 if __name__ == "__main__":

@@ -573,7 +573,7 @@ _source = functools.partial(source, RUNTIME)
 
 
 def _parse_header(kwargs: dict[str, Any]) -> RequestHeaderEvent:
-    body = request_body(kwargs)
+    body = request_body(kwargs, "messages")
     system = body.get("system")
     system_parts = None
     if isinstance(system, list):  # text blocks: kept whole, their texts joined for others

@@ -336,7 +336,7 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
     (``UserMessageEvent.instruction_role``) and are rendered back in it. Assistant
     content gets the provenance ``("openai", "chat", model)``.
     """
-    body = request_body(kwargs)
+    body = request_body(kwargs, "messages")
     model = body.get("model")
     provenance = Provenance(provider=PROVIDER, api=API, model=model)
     with request_part("$.messages"):

@@ -358,7 +358,7 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
     or a tool output closes it. Server-tool and other provider items are kept whole as
     :class:`ServerToolCallPart` for a same-provider replay.
     """
-    body = request_body(kwargs)
+    body = request_body(kwargs, "input")
     model = body.get("model")
     provenance = Provenance(provider=PROVIDER, api=API, model=model)
     events: list[Event] = [

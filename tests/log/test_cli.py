@@ -201,7 +201,10 @@ def test_a_part_not_installed_exits_2_naming_it(
     status, out, err = run(capsys, "run", "--runtime", "codex", "--session", "s", "hi",
                            "--store", "memory:")  # fmt: skip
     assert (status, out) == (2, "")
-    assert err == "universal-event: codex is not installed (pip install 'universal-event[codex]')\n"
+    assert (
+        err
+        == "universal-event: error: codex is not installed (pip install 'universal-event[codex]')\n"
+    )
 
 
 def test_show_counts_a_tool_as_run_when_only_its_result_is_logged(

@@ -470,6 +470,11 @@ def local_path(url: str, scheme: str, what: str, *, special: tuple[str, ...] = (
     parts = urlsplit(url)
     if parts.scheme != scheme:
         raise StoreURLError(f"not a {scheme} URL: {url!r}")
+    if parts.netloc:  # scheme://dir/file: "dir" would be a host, and silently lost
+        raise StoreURLError(
+            f"{scheme} URL {url!r} has a host part ({parts.netloc!r}); a local path takes "
+            f"three slashes: {scheme}:///abs/path or {scheme}:///./relative/path"
+        )
     path = unquote(parts.path)
     if path.startswith(("/./", "/../")) or path in ("/.", "/..", *special):
         path = path[1:]
