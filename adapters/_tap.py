@@ -51,7 +51,9 @@ from universal_event.events import (
     Event,
     EventBase,
     StepEndEvent,
+    ToolCallEvent,
     TurnEndEvent,
+    UserMessageEvent,
 )
 from universal_event.parts import ToolCallPart
 
@@ -98,7 +100,9 @@ class EventLog(Protocol):
 def needs_checkpoint(events: Sequence[Event]) -> bool:
     """Whether a batch of events ends something the caller may act on next."""
     for event in events:
-        if isinstance(event, StepEndEvent | TurnEndEvent):
+        # a tool began (its effects may follow at once); a user message (tool results,
+        # a prompt) is what the next model request will see
+        if isinstance(event, StepEndEvent | TurnEndEvent | ToolCallEvent | UserMessageEvent):
             return True
         if isinstance(event, ErrorEvent) and event.fatal:
             return True

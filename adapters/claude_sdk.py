@@ -72,6 +72,7 @@ from universal_event.events import (
     Surface,
     TaskEndEvent,
     TaskStartEvent,
+    ToolCallEvent,
     ToolResultEvent,
     ToolSpec,
     TurnEndEvent,
@@ -394,10 +395,31 @@ class ClaudeCodeAdapter(Adapter):
         for block in message.get("content") or []:
             pending.blocks.append(dict(block))
             if block.get("type") == "tool_use" and block.get("id"):
-                self._tool_names[block["id"]] = str(block.get("name"))
-                if parent is None:
-                    self._open_calls.add(block["id"])
+                self._tool_call(block, parent, out)
         pending.stop_reason = message.get("stop_reason") or pending.stop_reason
+
+    def _tool_call(self, block: Mapping[str, Any], parent: Any, out: list[Event]) -> None:
+        """A ``tool_use`` block: Claude Code runs the tool as soon as its message ends,
+        while the message may still get blocks (lines of the same id). ``tool/call`` is
+        logged now, and checkpointed (``tap``), so the log has the call before the tool
+        has any effect; the message follows when it is complete."""
+        call_id = text_value(block["id"])
+        name = str(block.get("name"))
+        self._tool_names[call_id] = name
+        if parent is None:
+            self._open_calls.add(call_id)
+        out.append(
+            self.make(
+                ToolCallEvent,
+                native_type="assistant",
+                native_id=call_id,
+                call_id=call_id,
+                name=name,
+                arguments=block.get("input"),
+                kind="function",
+                parent_id=parent,
+            )
+        )
 
     def _synthetic_error(self, line: Mapping[str, Any], out: list[Event]) -> None:
         """Claude Code's own error message (``model: "<synthetic>"``): an error event."""

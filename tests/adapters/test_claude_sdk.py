@@ -30,6 +30,7 @@ from universal_event.events import (
     SessionStartEvent,
     TaskEndEvent,
     TaskStartEvent,
+    ToolCallEvent,
     ToolResultEvent,
     TurnEndEvent,
     UsageEvent,
@@ -65,6 +66,7 @@ def test_tool_turn_stream_json() -> None:
         "request/header",
         "turn/start",
         "step/start",
+        "tool/call",  # logged as its block arrives: the tool may start before the message ends
         "assistant/message",
         "tool/result",
         "step/end",
@@ -73,6 +75,9 @@ def test_tool_turn_stream_json() -> None:
         "step/end",
         "turn/end",
     ]
+    (call,) = [e for e in events if isinstance(e, ToolCallEvent)]
+    assert (call.call_id, call.name) == ("toolu_016f686f1746544348b5f5f1", "Bash")
+    assert call.arguments["command"] == "echo 1+1 | bc"
     start = next(e for e in events if isinstance(e, SessionStartEvent))
     assert start.native_session_id == "3a419201-3e06-4179-b8a5-4b56bc3cc587"
     assert start.cwd == "/sandbox/work/c01_tool"

@@ -119,3 +119,31 @@ def test_atap_over_claude_agent_sdk_messages() -> None:
         "assistant",
     ]
     assert store.latest_seq("atap-1") == log.next_seq - 1
+
+
+def test_a_claude_code_tool_call_is_durable_when_its_line_reaches_the_caller() -> None:
+    """Claude Code runs a tool as soon as the message ends, before the next line can
+    tell the adapter the message is complete: ``tool/call`` is checkpointed with the
+    ``tool_use`` line, and the tool result (what the next request sees) with its line."""
+    import json
+
+    from universal_event.events import ToolCallEvent
+
+    store = MemoryStore()
+    log = SessionLog(store, "cc")
+    lines = [
+        json.loads(line)
+        for line in (CAPTURED / "cli" / "c01_tool" / "stdout.jsonl").read_text().splitlines()
+    ]
+    stored_when_seen: dict[str, list[str]] = {}
+    for line in tap(iter(lines), ClaudeCodeAdapter(session_id="cc"), log):
+        blocks = (line.get("message") or {}).get("content") or []
+        kinds = [b.get("type") for b in blocks if isinstance(b, dict)]
+        for kind in ("tool_use", "tool_result"):
+            if kind in kinds:
+                stored_when_seen[kind] = [e.__struct_config__.tag for e in store.read("cc")]
+    assert stored_when_seen["tool_use"][-1] == "tool/call"
+    assert "assistant/message" not in stored_when_seen["tool_use"]  # the message goes on
+    assert stored_when_seen["tool_result"][-1] == "tool/result"
+    (call,) = [e for e in store.read("cc") if isinstance(e, ToolCallEvent)]
+    assert call.name == "Bash"
