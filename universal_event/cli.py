@@ -442,8 +442,8 @@ def _session_id(text: str) -> str:
 
 def _port(text: str) -> int:
     port = int(text)
-    if not 0 < port < 65536:
-        raise argparse.ArgumentTypeError(f"{port} is not a TCP port (1-65535)")
+    if not 0 <= port < 65536:  # 0: any free port
+        raise argparse.ArgumentTypeError(f"{port} is not a TCP port (0-65535)")
     return port
 
 

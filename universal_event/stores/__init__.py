@@ -32,8 +32,8 @@ def open_store(url: str, *, must_exist: bool = False, **options: Any) -> Store:
     """Open the store a URL names. Each backend class has ``from_url(url, **options)``.
 
     ``must_exist``: for read-only uses; a file store (``sqlite:``, ``jsonl:``) whose file
-    or directory is missing raises :class:`~universal_event.errors.StoreNotFoundError`
-    instead of being created empty.
+    or directory is missing, or a PostgreSQL schema that was never made, raises
+    :class:`~universal_event.errors.StoreNotFoundError` instead of being created empty.
     """
     if url in ("memory:", "memory://"):
         return MemoryStore()
@@ -50,6 +50,8 @@ def open_store(url: str, *, must_exist: bool = False, **options: Any) -> Store:
         path = path_of(url)
         if path != ":memory:" and not os.path.exists(path):
             raise StoreNotFoundError(url)
+    elif must_exist:  # a server store: the backend looks
+        options["must_exist"] = True
     try:
         store: Store = backend.from_url(url, **options)
     except StoreError:

@@ -1,8 +1,15 @@
 """PostgreSQL store (psycopg 3): for platforms with many control-plane processes.
 
 ``postgresql://user@host:5432/db`` (add ``?schema=name`` or pass ``schema=`` to keep the
-tables in a schema of your choice; default ``universal_event``). Needs the ``postgres``
+tables in a schema of your choice; default ``universal_event``). Any libpq URI works
+(``postgresql:///db?host=/run/postgresql``, ``?options=-c%20statement_timeout%3D5000``):
+``schema`` is taken out and the rest goes to libpq as written. Needs the ``postgres``
 extra (``psycopg[binary]``, ``psycopg-pool``).
+
+Opening reads the schema's version (one ``SELECT``) and writes nothing when it is
+current, so a read-only role or a read replica can open an existing store. Only a
+missing or older schema is created or migrated; with ``must_exist=True`` (read-only
+uses) a missing one is :class:`~universal_event.errors.StoreNotFoundError` instead.
 
 Shape (schema version 1), the same as SQLite's::
 
@@ -38,7 +45,7 @@ from collections.abc import Iterator, Sequence
 from itertools import chain, repeat
 from operator import attrgetter
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote
 
 import msgspec
 
@@ -46,6 +53,8 @@ from universal_event.errors import (
     ConflictError,
     SessionNotFoundError,
     StoreError,
+    StoreNotFoundError,
+    StoreURLError,
 )
 from universal_event.events import Event, EventBase
 from universal_event.stores._base import (
@@ -77,6 +86,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 __all__ = ["PostgresStore"]
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,50}$")
+_OWN_PARAMETERS = ("schema",)
+"""The URL query parameters that are this store's, not libpq's."""
 _COPY_TYPES = ["text", "int8", "text", "float8", "bytea"]
 
 # PostgreSQL's binary array format (``array_recv``): ndim, has-nulls flag, element type
@@ -153,17 +164,49 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     conn.execute("SET enable_bitmapscan = off")
 
 
+def _reason(exc: BaseException) -> str:
+    """A driver error's message on one line."""
+    reason = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    return reason or type(exc).__name__
+
+
 def _probe(conninfo: str, timeout: float) -> None:
     """Connect once before opening the pool: the pool retries a refused or rejected
     connection until its timeout and then reports only that; one plain attempt fails at
-    once (no server, wrong port, unknown database, authentication) with libpq's reason."""
+    once (no server, wrong port, unknown database, authentication) with libpq's reason.
+    A connection string libpq cannot parse (an unknown option) is a
+    :class:`StoreURLError` naming it."""
     try:
         psycopg.connect(conninfo, connect_timeout=max(2, math.ceil(timeout))).close()
-    except psycopg.OperationalError as exc:
-        reason = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-        raise StoreError(
-            f"cannot connect to PostgreSQL at {_redact(conninfo)}: {reason or type(exc).__name__}"
+    except psycopg.ProgrammingError as exc:
+        raise StoreURLError(
+            f"invalid PostgreSQL connection string {_redact(conninfo)}: {_reason(exc)}"
         ) from None
+    except psycopg.Error as exc:
+        raise StoreError(
+            f"cannot connect to PostgreSQL at {_redact(conninfo)}: {_reason(exc)}"
+        ) from None
+
+
+def _split_url(url: str) -> tuple[str, dict[str, str]]:
+    """The URL for libpq, and this store's own query parameters (:data:`_OWN_PARAMETERS`).
+
+    Only those are taken out; everything else is kept as written (no re-encoding, an
+    empty host stays empty) so that libpq reads what the user wrote.
+    """
+    base, mark, query = url.partition("?")
+    kept: list[str] = []
+    own: dict[str, str] = {}
+    for item in query.split("&") if mark else ():
+        key, _, value = item.partition("=")
+        name = unquote(key)
+        if name not in _OWN_PARAMETERS:
+            kept.append(item)
+        elif name in own:
+            raise StoreURLError(f"store URL {_redact(url)}: {name!r} is given twice")
+        else:
+            own[name] = unquote(value)
+    return (f"{base}?{'&'.join(kept)}" if kept else base), own
 
 
 def _migrations(schema: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
@@ -207,11 +250,14 @@ class PostgresStore:
         conninfo: str,
         *,
         schema: str = "universal_event",
+        must_exist: bool = False,
         min_size: int = 1,
         max_size: int = 8,
         connect_timeout: float = 10.0,
         poll_interval: float = 1.0,
     ) -> None:
+        """``must_exist``: for read-only uses; a schema holding no store raises
+        :class:`StoreNotFoundError` instead of being created."""
         if not _SCHEMA_NAME.match(schema):
             raise ValueError(f"schema name {schema!r} must match {_SCHEMA_NAME.pattern}")
         self.schema = schema
@@ -243,25 +289,86 @@ class PostgresStore:
         self._listener_lock = threading.Lock()
         self._closing = threading.Event()
         self._sql = _Statements(schema)
-        self._migrate()
+        try:
+            self._open_schema(must_exist)
+        except BaseException:
+            self._pool.close()
+            raise
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> PostgresStore:
-        """``postgresql://user@host:port/db[?schema=name&...]``; ``schema`` is ours, the
-        rest of the query goes to libpq."""
-        parts = urlsplit(url)
-        query = dict(parse_qsl(parts.query))
-        if "schema" in query:
-            options.setdefault("schema", query.pop("schema"))
-        scheme = "postgresql" if parts.scheme == "postgres" else parts.scheme
-        conninfo = urlunsplit((scheme, parts.netloc, parts.path, urlencode(query), ""))
+        """``postgresql://user@host:port/db[?schema=name&...]``, or any libpq URI;
+        ``schema`` is ours, the rest of the query goes to libpq as written."""
+        conninfo, own = _split_url(url)
+        if "schema" in own:
+            if not _SCHEMA_NAME.match(own["schema"]):
+                raise StoreURLError(
+                    f"store URL {_redact(url)}: schema name {own['schema']!r} must match "
+                    f"{_SCHEMA_NAME.pattern}"
+                )
+            options.setdefault("schema", own["schema"])
         return cls(conninfo, **options)
+
+    @property
+    def _location(self) -> str:
+        """Where this store is, for messages: the connection string (no password) and
+        the schema."""
+        where = _redact(self._conninfo)
+        if "://" not in where:
+            return f"{where} (schema {self.schema})"
+        return f"{where}{'&' if '?' in where else '?'}schema={self.schema}"
+
+    def _open_schema(self, must_exist: bool) -> None:
+        """Check the schema's version without writing; create or migrate it only when it
+        is missing or older (and, when missing, only if the caller may create it)."""
+        current = self._stored_version()
+        if current == SCHEMA_VERSION:
+            return
+        if current > SCHEMA_VERSION:
+            raise StoreError(
+                f"schema {self.schema!r}: version {current} is newer than this library's "
+                f"{SCHEMA_VERSION}; upgrade universal-event"
+            )
+        if current == 0 and must_exist:
+            raise StoreNotFoundError(self._location)
+        try:
+            self._migrate()
+        except psycopg.Error as exc:
+            doing = (
+                f"create schema {self.schema!r}"
+                if current == 0
+                else f"migrate schema {self.schema!r} from version {current} to {SCHEMA_VERSION}"
+            )
+            raise StoreError(
+                f"cannot {doing} at {_redact(self._conninfo)}: {_reason(exc)}"
+            ) from None
+
+    def _stored_version(self) -> int:
+        """The schema's version, 0 when it holds no store (one read-only statement)."""
+        try:
+            with self._pool.connection() as conn:
+                row = conn.execute(
+                    f'SELECT max(version) FROM "{self.schema}".schema_version'
+                ).fetchone()
+        except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName):
+            return 0
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"cannot read schema {self.schema!r} at {_redact(self._conninfo)}: {_reason(exc)}"
+            ) from None
+        return int(row[0]) if row and row[0] is not None else 0
 
     def _migrate(self) -> None:
         """Bring the schema to :data:`SCHEMA_VERSION`; an advisory lock serialises racers."""
         with self._pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (zlib.crc32(self.schema.encode()),))
-            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+            # Only when missing: CREATE SCHEMA IF NOT EXISTS still needs the CREATE
+            # privilege on the database, which a role given an existing schema may lack.
+            exists = conn.execute(
+                "SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)
+            ).fetchone()
+            if exists is None:
+                conn.execute(f'CREATE SCHEMA "{self.schema}"')
             conn.execute(
                 f'CREATE TABLE IF NOT EXISTS "{self.schema}".schema_version '
                 "(version int PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now())"
@@ -635,6 +742,11 @@ class _Statements:
         self.delete_session = f"DELETE FROM {sessions} WHERE session_id = %s"
 
 
+_USERINFO_PASSWORD = re.compile(r"(://[^:/@]*):[^@/]*@")
+_PASSWORD_PARAMETER = re.compile(r"(\b(?:ssl)?password\s*=\s*)(?:'(?:[^'\\]|\\.)*'|[^&\s]*)")
+
+
 def _redact(conninfo: str) -> str:
-    """The conninfo without a password, for error messages."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", conninfo)
+    """The conninfo without a password (in the URI's user part, a ``password``
+    parameter or keyword), for error messages."""
+    return _PASSWORD_PARAMETER.sub(r"\1***", _USERINFO_PASSWORD.sub(r"\1:***@", conninfo))
