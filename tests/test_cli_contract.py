@@ -268,3 +268,15 @@ def test_replay_paced_caps_long_gaps(tmp_path: Path) -> None:
     result = _run("replay", "--session", "s", "--paced", "--max-gap", "0.05", "--store", store)
     assert result.returncode == 0, result.stderr
     assert len(result.stdout.splitlines()) == 2  # within the test's timeout, not 8 h later
+
+
+def test_a_byte_order_mark_before_the_first_line_is_not_part_of_it() -> None:
+    from universal_event.ingest import import_events, normalize_bytes
+
+    data = CAPTURE.read_bytes()
+    for read in (normalize_bytes, import_events):
+        plain = read("claude-code", data)
+        marked = read("claude-code", b"\xef\xbb\xbf" + data)
+        tags = [e.__struct_config__.tag for e in marked]
+        assert tags == [e.__struct_config__.tag for e in plain]
+        assert tags[0] == "session/start" and "native/unknown" not in tags[:2]

@@ -10,6 +10,7 @@ __all__ = [
     "normalize_bytes",
     "parse_request_body",
     "with_stable_ids",
+    "without_bom",
 ]
 
 REQUEST_RUNTIMES: dict[str, str] = {
@@ -21,6 +22,14 @@ REQUEST_RUNTIMES: dict[str, str] = {
 reads a provider request body (a history held in that provider's format)."""
 
 _CHUNK = 1 << 16
+_BOM = b"\xef\xbb\xbf"
+
+
+def without_bom(data: bytes) -> bytes:
+    """A file's bytes without the UTF-8 byte-order mark some editors put first (JSON
+    has none: the first line would not decode, and a stream's first event, say the
+    session start, would be kept as native/unknown)."""
+    return data[len(_BOM) :] if data.startswith(_BOM) else data
 
 
 def normalize_bytes(runtime: str, data: bytes) -> list[Event]:
@@ -32,6 +41,7 @@ def normalize_bytes(runtime: str, data: bytes) -> list[Event]:
     as an import numbers them) and the time it was read (a request has no times of its
     own).
     """
+    data = without_bom(data)
     if runtime in REQUEST_RUNTIMES:
         import time
 
@@ -62,7 +72,7 @@ def parse_request_body(runtime: str, data: bytes) -> list[Event]:
     from universal_event.errors import DecodeError
 
     try:
-        body = msgspec.json.decode(data)
+        body = msgspec.json.decode(without_bom(data))
     except msgspec.DecodeError as exc:
         raise DecodeError(f"not a JSON request body: {exc}") from exc
     if not isinstance(body, dict):
@@ -82,6 +92,7 @@ def import_events(runtime: str, data: bytes) -> list[Event]:
     body, or any input that is one JSON document, is numbered from its bytes as a whole
     (:func:`with_stable_ids`).
     """
+    data = without_bom(data)
     if runtime in REQUEST_RUNTIMES:
         return with_stable_ids(runtime, data, parse_request_body(runtime, data))
     import hashlib
