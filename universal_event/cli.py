@@ -134,7 +134,7 @@ def _open_log(store: Store, session_id: str) -> SessionLog:
 def cmd_import(args: argparse.Namespace) -> int:
     """Normalise a native input into a stored session; importing it again adds nothing
     (and once it has grown, only what is new: :func:`~universal_event.ingest.import_events`)."""
-    from universal_event.ingest import import_events
+    from universal_event.ingest import append_imported, import_events
     from universal_event.log import SessionLog
 
     events = import_events(args.runtime, _read_input(args.file))
@@ -142,7 +142,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     try:
         log = SessionLog(store, args.session)
         first = log.next_seq
-        log.extend(events)
+        append_imported(log, events)
         log.checkpoint()
         log.close()
         print(

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from universal_event.events import Event
+
+if TYPE_CHECKING:
+    from universal_event.log import SessionLog
 
 __all__ = [
     "REQUEST_RUNTIMES",
+    "append_imported",
     "import_events",
     "normalize_bytes",
     "parse_request_body",
@@ -87,7 +93,9 @@ def import_events(runtime: str, data: bytes) -> list[Event]:
 
     The log is idempotent by event id, so importing the same input again adds nothing,
     and importing it again once it has grown (a capture still being written, a
-    transcript with new turns) adds only what the new lines complete. What the shorter
+    transcript with new turns) adds only what the new lines complete. Turn ids the
+    adapter makes up (the input has none) are made stable the same way, so the events
+    a grown input adds belong to the turn its first import started. What the shorter
     input's end closed (a turn cut there ends ``interrupted``) stays logged. A request
     body, or any input that is one JSON document, is numbered from its bytes as a whole
     (:func:`with_stable_ids`).
@@ -111,12 +119,26 @@ def import_events(runtime: str, data: bytes) -> list[Event]:
     adapter = create_adapter(runtime)
     read_so_far = hashlib.sha256(runtime.encode() + b"\0")
     events: list[Event] = []
+    turn_ids: dict[str, str] = {}
+
+    def stable_turn(turn_id: str | None, event_id: str) -> str | None:
+        # A turn id the input does not hold was made up by the adapter (at random):
+        # it becomes one made from the turn's first event, the same on every import.
+        if turn_id is None:
+            return None
+        if turn_id not in turn_ids:
+            native = turn_id.encode() in data
+            turn_ids[turn_id] = turn_id if native else f"turn_{event_id}"
+        return turn_ids[turn_id]
 
     def numbered(completed: list[Event], digest: str) -> None:
-        events.extend(
-            msgspec.structs.replace(event, id=f"import-{digest}-{index}")
-            for index, event in enumerate(completed)
-        )
+        for index, event in enumerate(completed):
+            event_id = f"import-{digest}-{index}"
+            events.append(
+                msgspec.structs.replace(
+                    event, id=event_id, turn_id=stable_turn(event.turn_id, event_id)
+                )
+            )
 
     start = 0
     while start < len(data):
@@ -149,3 +171,42 @@ def with_stable_ids(runtime: str, data: bytes, events: list[Event]) -> list[Even
         msgspec.structs.replace(event, id=f"import-{digest}-{index}")
         for index, event in enumerate(events)
     ]
+
+
+def append_imported(log: SessionLog, events: list[Event]) -> list[Event]:
+    """Append an import's events (:func:`import_events`) to the session's log.
+
+    An input imported while it was still being written can end inside a message (a
+    Claude Code message comes as a line per block, and its last blocks were not there
+    yet); imported again once grown, it holds that message whole, under the same
+    ``message_id`` (the provider's: one per response). The fuller message then
+    *replaces* the earlier one on the surface (both stay in the log), so the model is
+    not shown the response twice.
+    """
+    import msgspec
+
+    from universal_event.events import AssistantMessageEvent, Surface
+
+    on_surface = set(log.surface_seqs())
+    logged_seq = {
+        event.message_id: event.seq
+        for event in log.events()
+        if isinstance(event, AssistantMessageEvent) and event.message_id and event.seq in on_surface
+    }
+    logged: list[Event] = []
+    for event in events:
+        if (
+            isinstance(event, AssistantMessageEvent)
+            and event.message_id in logged_seq
+            and event.surface is None
+            and log.event_by_id(event.id) is None
+        ):
+            seq = logged_seq[event.message_id]
+            event = msgspec.structs.replace(
+                event, surface=Surface(op="replace", start=seq, end=seq)
+            )
+        appended = log.append(event)
+        if isinstance(appended, AssistantMessageEvent) and appended.message_id:
+            logged_seq[appended.message_id] = appended.seq
+        logged.append(appended)
+    return logged

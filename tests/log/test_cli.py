@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -12,6 +13,7 @@ from adapters import create_adapter
 from tests.log.conftest import add_turn
 from universal_event import SessionInterruptedEvent, SessionLog, decode_lines
 from universal_event.cli import main
+from universal_event.events import TurnStartEvent
 from universal_event.ingest import import_events, normalize_bytes
 from universal_event.stores import open_store
 
@@ -19,6 +21,8 @@ FIXTURE = (
     Path(__file__).parent.parent
     / "fixtures/recorded/anthropic-messages/stream_client_tool_two_turns.json"
 )
+
+CAPTURED_CLI = Path(__file__).parent.parent / "fixtures/captured/claude/cli"
 
 
 @pytest.fixture
@@ -253,6 +257,31 @@ def test_importing_a_grown_input_adds_only_what_is_new(
     assert len(events) == len(full) + len(set(early_ids) - shared)
     _, out, _ = run(capsys, *args[:3], str(TRANSCRIPT), *args[3:])
     assert f"0 events imported, {len(events)} in all" in out
+
+
+@pytest.mark.parametrize("cut", [5, 10, 20, 30])
+def test_a_grown_capture_imported_again_derives_as_one_import_does(
+    durable_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], cut: int
+) -> None:
+    """A Claude Code capture cut inside a message (its blocks come a line each), imported,
+    then imported whole: one turn id throughout (made-up ids are made stable), and the
+    message the cut left short is replaced on the surface by the whole one."""
+    capture = CAPTURED_CLI / "c02_tool_partial" / "stdout.jsonl"
+    early = tmp_path / "early.jsonl"
+    early.write_bytes(b"".join(capture.read_bytes().splitlines(keepends=True)[:cut]))
+    args = ("import", "--from", "claude-code", "--session", "g", "--store", durable_url)
+    for path in (early, capture):
+        assert run(capsys, *args[:3], str(path), *args[3:])[0] == 0
+    log = SessionLog.open(open_store(durable_url), "g")
+    turn_starts = {e.turn_id for e in log.events() if isinstance(e, TurnStartEvent)}
+    assert {e.turn_id for e in log.events() if e.turn_id} <= turn_starts
+    fresh = SessionLog()
+    fresh.extend(import_events("claude-code", capture.read_bytes()))
+    assert _without_seqs(log.derive_messages()) == _without_seqs(fresh.derive_messages())
+
+
+def _without_seqs(messages: list[Any]) -> list[Any]:
+    return [msgspec.structs.replace(m, seq=0) for m in messages]
 
 
 def test_events_prints_what_comes_before_a_damaged_event(
