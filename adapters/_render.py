@@ -1013,6 +1013,13 @@ class RenderRun:
         warnings: list[WarningEvent] | None,
     ) -> dict[str, Any]:
         """Hand the warnings over and fold unknown keys into ``extra_body``."""
+        if kwargs.get("messages", kwargs.get("input")) == []:
+            self.warnings.append(
+                warning(
+                    "empty_history",
+                    "the history holds no message to send; the API refuses a request without one",
+                )
+            )
         if warnings is not None:
             warnings.extend(self.warnings)
         return split_create_kwargs(kwargs, accepted)

@@ -280,3 +280,25 @@ def test_a_byte_order_mark_before_the_first_line_is_not_part_of_it() -> None:
         tags = [e.__struct_config__.tag for e in marked]
         assert tags == [e.__struct_config__.tag for e in plain]
         assert tags[0] == "session/start" and "native/unknown" not in tags[:2]
+
+
+def test_handoff_of_a_missing_session_creates_nothing_and_sessions_escape_control_chars(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path}/s.db"
+    result = _run("handoff", "--session", "nope", "--to", "codex", "--store", url)
+    assert result.returncode in (1, 2), result.stderr  # 2 where codex is not installed
+    assert not (tmp_path / "s.db").exists()
+
+    from universal_event.events import UserMessageEvent
+    from universal_event.stores import open_store
+
+    store = open_store(url)
+    store.append(
+        "evil\x1b[2J",
+        [UserMessageEvent(seq=0, id="e", session_id="evil\x1b[2J", ts=1.0)],
+        expected_seq=0,
+    )
+    store.close()
+    listed = _run("sessions", "--store", url).stdout.decode()
+    assert "\x1b" not in listed and "'evil\\x1b[2J'" in listed

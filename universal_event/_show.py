@@ -183,13 +183,19 @@ def _when(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
 
 
+def _shown(session_id: str) -> str:
+    """A session id as a terminal can show it: one with control characters (which
+    would move the cursor, clear the screen) quoted with them escaped."""
+    return session_id if session_id.isprintable() else repr(session_id)
+
+
 def sessions_table(sessions: Iterable[SessionInfo]) -> list[str]:
     """The lines of ``sessions``: id, runtime, event count, last activity, fork parent."""
     lines = [f"{'session':<40}  {'runtime':<22}  {'events':>7}  {'last activity':<19}  forked from"]
     for info in sessions:
-        parent = f"{info.parent_id}@{info.fork_seq}" if info.parent_id else ""
+        parent = f"{_shown(info.parent_id)}@{info.fork_seq}" if info.parent_id else ""
         lines.append(
-            f"{info.session_id:<40}  {info.runtime or '-':<22}  {info.event_count:>7}  "
+            f"{_shown(info.session_id):<40}  {info.runtime or '-':<22}  {info.event_count:>7}  "
             f"{_when(info.last_activity):<19}  {parent}".rstrip()
         )
     return lines

@@ -298,7 +298,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def _drive(args: argparse.Namespace, runtime: str, prompt: str | None) -> int:
+def _drive(
+    args: argparse.Namespace, runtime: str, prompt: str | None, *, handing_over: bool = False
+) -> int:
     """``run`` and ``handoff``: open the session live, hand over / run, print the timeline.
 
     Without ``--model-url`` a built-in fake model server on 127.0.0.1 answers (see
@@ -317,7 +319,11 @@ def _drive(args: argparse.Namespace, runtime: str, prompt: str | None) -> int:
             f"{runtime} is not installed (pip install 'universal-event[{extra}]')"
         )
     places = RuntimePlaces(Path(args.workdir).resolve(), Path(args.cwd).resolve())
-    store = _open_store(args)
+    # A hand-over needs a session to hand over: no store or session is said so, not made.
+    store = _open_session_store(args, args.session) if handing_over else _open_store(args)
+    if handing_over and store.latest_seq(args.session) < 0:
+        store.close()
+        raise SessionNotFoundError(args.session)
     with contextlib.ExitStack() as stack:
         stack.callback(store.close)
         model_url = args.model_url
@@ -397,7 +403,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_handoff(args: argparse.Namespace) -> int:
-    return _drive(args, args.target, args.prompt)
+    return _drive(args, args.target, args.prompt, handing_over=True)
 
 
 def _runtime_options(sub: argparse.ArgumentParser) -> None:

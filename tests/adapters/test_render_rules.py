@@ -1180,3 +1180,10 @@ def test_an_anthropic_history_starting_with_the_assistant_is_named_in_a_warning(
     assert [w.code for w in warnings] == ["first_message_not_user"]
     _, warnings = render("anthropic", [user("hi"), *messages])
     assert warnings == []
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_empty_history_is_named_in_a_warning(target: str) -> None:
+    warnings: list[WarningEvent] = []
+    module(target).render_request([], HEADERS[target], warnings=warnings)
+    assert [w.code for w in warnings] == ["empty_history"]
