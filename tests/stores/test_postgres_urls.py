@@ -293,3 +293,21 @@ def test_cli_read_only_commands_never_create_a_schema(
     assert f"no session 'x': no store at {url}" in err
     assert main(["--store", url, "sessions"]) == 0
     assert not _schema_exists(postgres_url, schema)
+
+
+def test_tail_polls_when_the_listen_connection_cannot_be_made(
+    postgres_url: str, postgres_schemas: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    schema = new_schema(postgres_schemas)
+    store = PostgresStore(postgres_url, schema=schema, poll_interval=0.05)
+    try:
+        store.append("s", sample_events("s", 0, 2), expected_seq=0)
+
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            raise psycopg.OperationalError("connection refused")
+
+        monkeypatch.setattr(psycopg, "connect", refused)  # the pool's connections are open
+        assert [e.seq for e in store.tail("s", 0, timeout=1)] == [1]
+    finally:
+        monkeypatch.undo()
+        store.close()

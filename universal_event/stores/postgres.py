@@ -651,8 +651,15 @@ class PostgresStore:
         with self._listener_lock:
             if self._listener is not None and self._listener.is_alive():
                 return
-            conn = psycopg.connect(self._conninfo, autocommit=True)
-            conn.execute(f'LISTEN "{self.channel}"')
+            try:
+                conn = psycopg.connect(self._conninfo, autocommit=True)
+            except psycopg.Error:
+                return  # tails poll; the next tail tries again
+            try:
+                conn.execute(f'LISTEN "{self.channel}"')
+            except psycopg.Error:
+                conn.close()
+                return
             self._listener = threading.Thread(
                 target=self._listen, args=(conn,), name=f"ue-listen-{self.schema}", daemon=True
             )
