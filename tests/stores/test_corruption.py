@@ -66,18 +66,41 @@ def test_jsonl_duplicated_line_is_caught(tmp_path: Path) -> None:
     assert _read_fails_at(store, "dup", 3) == [0, 1, 2]
 
 
-def test_jsonl_file_truncated_mid_line_is_cut_on_open(tmp_path: Path) -> None:
+def test_jsonl_file_truncated_mid_line_is_cut_by_the_next_write(tmp_path: Path) -> None:
+    """Opening and reading leave a torn file as it is; the next append cuts the torn line
+    (and only it) under the lock, then writes."""
     store = JsonlStore(tmp_path)
     _fill(store, "cut", count=10)
     path = _jsonl_path(tmp_path, "cut")
     data = path.read_bytes()
-    path.write_bytes(data[: len(data) - 25])  # the last line (seq 9) loses its end
-    assert JsonlStore(tmp_path).latest_seq("cut") == 8
-    assert path.read_bytes() == data[: data.rindex(b"\n", 0, len(data) - 1) + 1]
+    torn = data[: len(data) - 25]  # the last line (seq 9) loses its end
+    path.write_bytes(torn)
     reopened = JsonlStore(tmp_path)
+    assert reopened.latest_seq("cut") == 8
     assert [e.seq for e in reopened.read("cut")] == list(range(9))
+    assert reopened.session_info("cut").event_count == 9
+    assert path.read_bytes() == torn
     reopened.append("cut", sample_events("cut", 9, 2), expected_seq=9)
     assert [e.seq for e in reopened.read("cut")] == list(range(11))
+    assert path.read_bytes().startswith(torn[: torn.rindex(b"\n") + 1])
+
+
+def test_jsonl_first_write_torn_after_the_header_is_cut_by_the_next_write(
+    tmp_path: Path,
+) -> None:
+    """A crash during a session's first write can leave the header and part of seq 0 (or
+    part of the header): the session reads as empty, and the next write starts it."""
+    store = JsonlStore(tmp_path)
+    _fill(store, "after-header", "in-header", count=1)
+    for session, keep in (("after-header", -20), ("in-header", 10)):
+        path = _jsonl_path(tmp_path, session)
+        path.write_bytes(path.read_bytes()[:keep])
+        reopened = JsonlStore(tmp_path)
+        assert reopened.latest_seq(session) == -1
+        assert list(reopened.read(session)) == []
+        reopened.append(session, sample_events(session, 0, 3), expected_seq=0)
+        assert [e.seq for e in reopened.read(session)] == [0, 1, 2]
+    assert [info.event_count for info in JsonlStore(tmp_path).list_sessions()] == [3, 3]
 
 
 def test_jsonl_torn_line_seen_by_a_live_store_is_ignored_then_cut_by_the_next_append(
@@ -93,6 +116,60 @@ def test_jsonl_torn_line_seen_by_a_live_store_is_ignored_then_cut_by_the_next_ap
     store.append("torn", sample_events("torn", 6, 1), expected_seq=6)
     assert [e.seq for e in store.read("torn")] == list(range(7))
     assert b"half" not in path.read_bytes()
+
+
+def test_jsonl_store_never_changes_a_foreign_file(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A user's own ``.jsonl`` files in the directory (no session header; the last line
+    without its newline, one with no newline at all) are neither listed nor changed by
+    opening, listing, reading, or trying to write that session; each names it."""
+    foreign = {
+        "capture": b'{"type":"thread.started"}\n{"type":"turn.completed","usage":{}}',
+        "one-line": b'{"type":"thread.started"}',
+        "notes": b"plain text\n",
+    }
+    for name, data in foreign.items():
+        _jsonl_path(tmp_path, name).write_bytes(data)
+    store = JsonlStore(tmp_path)
+    _fill(store, "mine")
+    assert [info.session_id for info in store.list_sessions()] == ["mine"]
+    assert "'capture'" in caplog.text and "'notes'" in caplog.text
+    for name, data in foreign.items():
+        with pytest.raises(CorruptEventError) as info:
+            store.append(name, sample_events(name, 0, 1), expected_seq=0)
+        assert info.value.session_id == name
+        for read in (lambda n=name: list(store.read(n)), lambda n=name: store.latest_seq(n)):
+            with pytest.raises(CorruptEventError):
+                read()
+        assert _jsonl_path(tmp_path, name).read_bytes() == data, name
+    assert [e.seq for e in store.read("mine")] == list(range(6))
+
+
+def test_jsonl_one_damaged_session_leaves_the_others_usable(tmp_path: Path) -> None:
+    """The last complete line of one session unreadable: opening the store, listing,
+    reading and writing other sessions work; that session reads up to the damage, then
+    raises naming it, and a write to it is refused without changing the file."""
+    _fill(JsonlStore(tmp_path), "damaged", "good")
+    path = _jsonl_path(tmp_path, "damaged")
+    data = path.read_bytes()
+    last = data.rindex(b"\n", 0, len(data) - 1) + 1  # seq 5's line
+    damaged = data[:last] + data[last:].replace(b'{"type"', b'{"typ\x00e"', 1)
+    path.write_bytes(damaged)
+    store = JsonlStore(tmp_path)
+    assert [info.session_id for info in store.list_sessions()] == ["good"]
+    assert [e.seq for e in store.read("good")] == list(range(6))
+    _fill(store, "other")
+    assert [info.session_id for info in store.list_sessions()] == ["good", "other"]
+    assert _read_fails_at(store, "damaged", 5) == [0, 1, 2, 3, 4]
+    for attempt in (
+        lambda: store.latest_seq("damaged"),
+        lambda: store.append("damaged", sample_events("damaged", 6, 1), expected_seq=6),
+    ):
+        with pytest.raises(CorruptEventError) as info:
+            attempt()
+        assert (info.value.session_id, info.value.seq) == ("damaged", 5)
+    assert path.read_bytes() == damaged
 
 
 def test_jsonl_truncated_in_the_middle(tmp_path: Path) -> None:

@@ -130,25 +130,32 @@ def _wait_for_backends_to_end(application_name: str) -> None:
 
 
 def _has_torn_tail(url: str, session: str) -> bool:
-    """Before reopening: does the session file end mid-line? (Reopening cuts it.)"""
+    """Does the session file end mid-line after the kill? If so: opening the store and
+    reading leave the file as it is, and the next write (an empty append, which still
+    takes the lock and checks the end) cuts exactly the torn line."""
     from urllib.parse import quote
 
     path = os.path.join(url.removeprefix("jsonl://"), quote(session, safe="") + ".jsonl")
     try:
         with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            if handle.tell() == 0:
-                return False
-            handle.seek(-1, os.SEEK_END)
-            torn = handle.read(1) != b"\n"
+            before = handle.read()
     except FileNotFoundError:
         return False
-    if torn:
-        open_store(url).close()  # opening the directory cuts the torn line
+    if before.endswith(b"\n") or not before:
+        return False
+    store = open_store(url)
+    try:
+        latest = store.latest_seq(session)
+        assert [e.seq for e in store.read(session)] == list(range(latest + 1))
         with open(path, "rb") as handle:
-            data = handle.read()
-        assert data.endswith(b"\n"), "opening the store did not cut the torn line"
-    return torn
+            assert handle.read() == before, "opening or reading the store changed the file"
+        store.append(session, [], expected_seq=latest + 1)
+    finally:
+        store.close()
+    with open(path, "rb") as handle:
+        after = handle.read()
+    assert after == before[: before.rfind(b"\n") + 1], "the next write did not cut the torn line"
+    return True
 
 
 def test_two_processes_append_to_one_session(durable_kit: StoreKit) -> None:

@@ -2,9 +2,9 @@
 
 A session file ``<dir>/<quoted session id>.jsonl`` holds::
 
-    {"universal_event_session":1,"session_id":"s1","created":...,"runtime":...}   header
-    {"type":"session/start","seq":0,...}                                          seq 0
-    {"type":"user/message","seq":1,...}                                           seq 1
+    {"session_id":"s1","created":...,"runtime":...}     header (always the first line)
+    {"type":"session/start","seq":0,...}                seq 0
+    {"type":"user/message","seq":1,...}                 seq 1
 
 Line ``n + 1`` is the event with seq ``n`` (the decoder checks it). Files are human-
 readable and greppable; ``universal-event events`` prints the same lines.
@@ -12,8 +12,13 @@ readable and greppable; ``universal-event events`` prints the same lines.
 Crash safety. Each append writes whole lines with one ``write`` and ``fsync``s before
 returning (an append is a checkpoint). A writer killed mid-``write`` can leave a last
 line without its newline: a torn line. Readers ignore an unterminated last line (it may
-also be a live writer's line in flight); the next writer, and every store opened on the
-directory, cuts it under the lock. Lines before it are never touched.
+also be a live writer's line in flight) and never change a file; the next writer to the
+session cuts the torn line under the lock, before writing. Lines before it are never
+touched. Opening a store touches no file: the directory may hold other ``.jsonl`` files
+(a user's captures), and one damaged session must not stop the others from being used.
+A writer first checks that the file is this session's (its header line, or for a file
+cut during its first write, the start of one): anything else is refused with
+:class:`CorruptEventError` and left as it is.
 
 Concurrency. Every append takes an exclusive ``flock`` on the session file, re-checks
 the last seq in the file, and raises :class:`ConflictError` when another process got
@@ -77,7 +82,8 @@ class _Header(msgspec.Struct, kw_only=True, omit_defaults=True):
     """The first line of a session file: the session's metadata."""
 
     universal_event_session: int = 1
-    """Format version of the file (and the marker that tells a header from an event)."""
+    """Format version of the file; not written while it is 1 (``omit_defaults``), so a
+    header is told from an event by being the first line."""
     session_id: str
     created: float
     runtime: str | None = None
@@ -86,9 +92,8 @@ class _Header(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class _LineHead(msgspec.Struct):
-    """Just enough of a line to tell header from event and read its seq."""
+    """Just enough of an event line to read its seq."""
 
-    universal_event_session: int | None = None
     seq: int | None = None
 
 
@@ -124,7 +129,6 @@ class JsonlStore(TailByPolling):
         self._open_files: dict[str, tuple[int, tuple[int, int]]] = {}
         """Session → descriptor of its file, unlocked between appends, and the file's
         (device, inode) (insertion = LRU order)."""
-        self._cut_torn_tails()
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> JsonlStore:
@@ -318,20 +322,23 @@ class JsonlStore(TailByPolling):
             if known.offset <= size:
                 handle.seek(known.offset)
                 return known.seq + 1
-        first = handle.readline()
-        if not first.endswith(b"\n"):
-            return None
-        _decode_header(session_id, first)
-        return 0
+        return None if _read_header(session_id, handle) is None else 0
 
     def latest_seq(self, session_id: str) -> int:
         try:
             with open(self._path(session_id), "rb") as handle:
+                if _read_header(session_id, handle) is None:
+                    return -1
                 return _last_seq(session_id, handle.fileno(), os.fstat(handle.fileno()).st_size)
         except FileNotFoundError:
             return -1
 
     def list_sessions(self) -> list[SessionInfo]:
+        """The sessions whose files read as such. A ``.jsonl`` file without a valid
+        header for its name (a user's own capture in the directory, a damaged header) or
+        whose last line is unreadable is left out with a logged warning, not raised: one
+        such file must not hide every other session. Reading it still raises
+        :class:`CorruptEventError`."""
         found: list[SessionInfo] = []
         for path in sorted(self.directory.glob("*" + _SUFFIX)):
             session_id = unquote(path.name[: -len(_SUFFIX)])
@@ -340,8 +347,6 @@ class JsonlStore(TailByPolling):
             except SessionNotFoundError:
                 continue
             except CorruptEventError as exc:
-                # One damaged file must not hide every other session; reading the
-                # damaged one still raises.
                 _log.warning("skipping session %r in the listing: %s", session_id, exc)
         return sorted(found, key=lambda info: info.session_id)
 
@@ -349,10 +354,9 @@ class JsonlStore(TailByPolling):
         try:
             with open(self._path(session_id), "rb") as handle:
                 stat = os.fstat(handle.fileno())
-                first = handle.readline()
-                if not first.endswith(b"\n"):
+                header = _read_header(session_id, handle)
+                if header is None:
                     raise SessionNotFoundError(session_id)
-                header = _decode_header(session_id, first)
                 last = _last_seq(session_id, handle.fileno(), stat.st_size)
         except FileNotFoundError:
             raise SessionNotFoundError(session_id) from None
@@ -373,25 +377,6 @@ class JsonlStore(TailByPolling):
         with self._lock:
             while self._open_files:
                 os.close(self._open_files.popitem()[1][0])
-
-    # ------------------------------------------------------------------ recovery
-
-    def _cut_torn_tails(self) -> None:
-        """Cut the torn last line of every session file no live writer holds."""
-        for path in self.directory.glob("*" + _SUFFIX):
-            try:
-                fd = os.open(path, os.O_RDWR)
-            except FileNotFoundError:
-                continue
-            try:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    continue  # a live writer; it cuts the tail itself under the lock
-                session_id = unquote(path.name[: -len(_SUFFIX)])
-                _settle_end(session_id, fd, os.fstat(fd).st_size)
-            finally:
-                os.close(fd)
 
 
 # ---------------------------------------------------------------------- file helpers
@@ -423,12 +408,60 @@ def _open_locked(path: Path, *, create: bool) -> tuple[int, os.stat_result] | No
 
 
 def _settle_end(session_id: str, fd: int, size: int) -> tuple[int, int]:
-    """Cut a torn last line (caller holds the lock); return (size, last seq)."""
+    """Cut a torn last line (caller holds the lock); return (size, last seq).
+
+    Only a file shown to be this session's is cut (see :func:`_check_own_file`): the
+    directory may hold files the store did not write, and those are not its to change.
+    """
+    if size == 0:
+        return 0, -1
     end = _last_newline_end(fd, size)
+    _check_own_file(session_id, fd, end)
     if end != size:
         os.ftruncate(fd, end)
         os.fsync(fd)
     return end, _last_seq(session_id, fd, end)
+
+
+def _check_own_file(session_id: str, fd: int, end: int) -> None:
+    """Raise :class:`CorruptEventError` unless the file is this session's.
+
+    ``end``: just past the file's last newline. A file with a complete first line must
+    start with this session's header (the rule readers apply). A file with no complete
+    line was cut during its first write only if what it holds is the start of this
+    session's header line; then cutting it loses nothing acknowledged.
+    """
+    if end > 0:
+        _decode_header(session_id, _first_line(fd))
+        return
+    _check_header_start(session_id, os.pread(fd, len(_header_start(session_id)), 0))
+
+
+def _header_start(session_id: str) -> bytes:
+    """The bytes every header line of ``session_id`` starts with (up to its time)."""
+    sample = _header_encoder.encode(_Header(session_id=session_id, created=0.0))
+    return sample[: sample.index(b'"created":')]
+
+
+def _check_header_start(session_id: str, start: bytes) -> None:
+    """Raise :class:`CorruptEventError` unless ``start``, a file's bytes before its first
+    newline, can begin this session's header line (a first write cut short, or still in
+    flight): anything else is not a file of this session."""
+    expected = _header_start(session_id)
+    if not expected.startswith(start[: len(expected)]):
+        raise CorruptEventError(session_id, None, "not a session file: no header line")
+
+
+def _first_line(fd: int) -> bytes:
+    """The file's first line with its newline (the caller knows the file has one)."""
+    line = bytearray()
+    while True:
+        chunk = os.pread(fd, _TAIL_CHUNK, len(line))
+        index = chunk.find(b"\n")
+        if index >= 0 or not chunk:
+            line += chunk[: index + 1]
+            return bytes(line)
+        line += chunk
 
 
 def _last_newline_end(fd: int, size: int) -> int:
@@ -450,16 +483,41 @@ def _last_seq(session_id: str, fd: int, size: int) -> int:
     if end == 0:
         return -1
     start = _last_newline_end(fd, end - 1)
+    if start == 0:
+        return -1  # the only line is the header
     line = os.pread(fd, end - start, start)
     try:
         head = _line_head_decoder.decode(line)
     except msgspec.DecodeError as exc:
-        raise CorruptEventError(session_id, None, f"last line unreadable: {exc}") from None
-    if head.universal_event_session is not None:
-        return -1
+        problem = f"last line unreadable: {exc}"
+        raise CorruptEventError(session_id, _seq_after(session_id, fd, start), problem) from None
     if head.seq is None:
-        raise CorruptEventError(session_id, None, "last line has no seq")
+        raise CorruptEventError(
+            session_id, _seq_after(session_id, fd, start), "last line has no seq"
+        )
     return head.seq
+
+
+def _seq_after(session_id: str, fd: int, end: int) -> int | None:
+    """The seq of the line starting at ``end``: one after the line before it (so a
+    damaged last line is named by its seq); ``None`` when that line is damaged too."""
+    try:
+        return _last_seq(session_id, fd, end) + 1
+    except CorruptEventError:
+        return None
+
+
+def _read_header(session_id: str, handle: Any) -> _Header | None:
+    """The header at the start of the session's file (``handle`` reads on after it).
+
+    ``None`` when the file holds no complete header line yet (a first write in flight,
+    or cut short); :class:`CorruptEventError` when the file is not this session's.
+    """
+    first: bytes = handle.readline()
+    if not first.endswith(b"\n"):
+        _check_header_start(session_id, first)
+        return None
+    return _decode_header(session_id, first)
 
 
 def _decode_header(session_id: str, line: bytes) -> _Header:
