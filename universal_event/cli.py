@@ -17,6 +17,7 @@ from typing import IO, TYPE_CHECKING, Any
 import msgspec
 
 from universal_event.errors import (
+    CorruptEventError,
     NotAvailableError,
     SessionNotFoundError,
     StoreNotFoundError,
@@ -158,8 +159,11 @@ def cmd_events(args: argparse.Namespace) -> int:
 
     store = _open_session_store(args, args.session)
     try:
-        if store.latest_seq(args.session) < 0:
-            raise SessionNotFoundError(args.session)
+        try:
+            if store.latest_seq(args.session) < 0:
+                raise SessionNotFoundError(args.session)
+        except CorruptEventError:
+            pass  # damaged at its end: the events before the damage are printed, then this
         out = sys.stdout.buffer
         page: list[Event] = []
         try:

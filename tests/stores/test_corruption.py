@@ -170,6 +170,18 @@ def test_jsonl_one_damaged_session_leaves_the_others_usable(tmp_path: Path) -> N
             attempt()
         assert (info.value.session_id, info.value.seq) == ("damaged", 5)
     assert path.read_bytes() == damaged
+    # the command line prints what comes before the damage, then names it
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "universal_event", "events", "--session", "damaged"]
+        + ["--store", f"jsonl:///{tmp_path}"],
+        capture_output=True,
+        check=False,
+    )
+    assert result.returncode == 1 and b"seq 5" in result.stderr
+    assert len(result.stdout.splitlines()) == 5
 
 
 def test_jsonl_truncated_in_the_middle(tmp_path: Path) -> None:
