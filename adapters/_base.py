@@ -10,6 +10,7 @@ Events come back without ``seq`` (the session log assigns it) but with ``source`
 
 from __future__ import annotations
 
+import base64
 import time
 import uuid
 from abc import ABC, abstractmethod
@@ -24,7 +25,15 @@ from universal_event.errors import UniversalEventError
 from universal_event.events import Event, EventBase, NativeUnknownEvent, Source, UserMessageEvent
 from universal_event.parts import TextPart, UserPart
 
-__all__ = ["MALFORMED", "Adapter", "native_time", "new_id", "split_lines", "text_value"]
+__all__ = [
+    "MALFORMED",
+    "Adapter",
+    "kept_bytes",
+    "native_time",
+    "new_id",
+    "split_lines",
+    "text_value",
+]
 
 MALFORMED = (KeyError, TypeError, AttributeError, ValueError, IndexError)
 """What a native item of an unexpected shape (a missing key, a field of another type)
@@ -32,6 +41,16 @@ raises inside an adapter; the adapter keeps that item as ``native/unknown`` (see
 :meth:`Adapter.malformed`) and goes on with the next one. The project's own errors
 (:class:`~universal_event.errors.UniversalEventError`, some of them ``ValueError``) are
 raised on purpose and are let through."""
+
+
+def kept_bytes(raw: bytes) -> str | dict[str, str]:
+    """Native bytes kept as a payload: their text, or, when they are not UTF-8 (binary
+    garbage, another encoding), ``{"base64": ...}`` of the bytes themselves, which a
+    replacement character would have lost for good."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(raw).decode("ascii")}
 
 
 def text_value(value: Any) -> str:
@@ -229,7 +248,7 @@ class Adapter(ABC):
         try:
             line = _json_decoder.decode(raw)
         except msgspec.DecodeError as exc:
-            out.append(self.unknown(None, raw.decode("utf-8", "replace"), f"{problem}: {exc}"))
+            out.append(self.unknown(None, kept_bytes(raw), f"{problem}: {exc}"))
             return None
         if not isinstance(line, dict):
             out.append(self.unknown(None, line, "JSON line is not an object"))
@@ -245,7 +264,7 @@ class Adapter(ABC):
 
     def malformed_frame(self, frame: SSEFrame, exc: Exception) -> NativeUnknownEvent:
         """Keep an SSE frame whose shape broke the adapter, its data as text."""
-        return self.malformed(frame.event, frame.data.decode("utf-8", "replace"), exc)
+        return self.malformed(frame.event, kept_bytes(frame.data), exc)
 
     def handle_frames(
         self,
@@ -270,7 +289,7 @@ class Adapter(ABC):
     def keep_unrecognised(self, decoder: SSEDecoder, out: list[Event]) -> None:
         """Lines of an SSE input that are no SSE field, as native/unknown events."""
         for line in decoder.unrecognised:
-            out.append(self.unknown(None, line.decode("utf-8", "replace"), "not an SSE line"))
+            out.append(self.unknown(None, kept_bytes(line), "not an SSE line"))
         decoder.unrecognised.clear()
 
     def unknown(self, native_type: str | None, payload: Any, reason: str) -> NativeUnknownEvent:

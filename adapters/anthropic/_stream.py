@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from adapters._base import MALFORMED, Adapter, new_id, text_value
+from adapters._base import MALFORMED, Adapter, kept_bytes, new_id, text_value
 from adapters._usage import anthropic_usage, merge_anthropic_usage
 from adapters.anthropic import _wire
 from universal_event._sse_frames import SSEDecoder, SSEFrame
@@ -273,9 +273,7 @@ class AnthropicAdapter(Adapter):
             self.handle_frames(self._sse.flush(), self._on_frame, self._sse, out)
         elif self._json_buffer.strip():
             raw = bytes(self._json_buffer)
-            out.append(
-                self.unknown(None, raw.decode("utf-8", "replace"), "truncated or malformed JSON")
-            )
+            out.append(self.unknown(None, kept_bytes(raw), "truncated or malformed JSON"))
         self._sse = SSEDecoder()
         self._mode = None
         self._json_buffer.clear()
@@ -353,8 +351,7 @@ class AnthropicAdapter(Adapter):
             try:
                 document = _raw_decoder.decode(line)
             except msgspec.DecodeError as exc:
-                text = line.decode("utf-8", "replace")
-                out.append(self.unknown(None, text, f"malformed JSON: {exc}"))
+                out.append(self.unknown(None, kept_bytes(line), f"malformed JSON: {exc}"))
                 continue
             self._on_document(document, out)
 
@@ -377,8 +374,9 @@ class AnthropicAdapter(Adapter):
             self._on_raw_frame(frame, out)
             return
         except msgspec.DecodeError as exc:
-            text = data.decode("utf-8", "replace")
-            out.append(self.unknown(frame.event, text, f"malformed JSON in SSE data: {exc}"))
+            out.append(
+                self.unknown(frame.event, kept_bytes(data), f"malformed JSON in SSE data: {exc}")
+            )
             return
         if type(event) is _wire.ContentBlockDelta:
             delta = event.delta
@@ -415,8 +413,11 @@ class AnthropicAdapter(Adapter):
         try:
             document = _raw_decoder.decode(frame.data)
         except msgspec.DecodeError as exc:
-            text = frame.data.decode("utf-8", "replace")
-            out.append(self.unknown(frame.event, text, f"malformed JSON in SSE data: {exc}"))
+            out.append(
+                self.unknown(
+                    frame.event, kept_bytes(frame.data), f"malformed JSON in SSE data: {exc}"
+                )
+            )
             return
         self._on_document(document, out)
 

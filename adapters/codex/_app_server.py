@@ -55,7 +55,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, get_args
 
-from adapters._base import MALFORMED
+from adapters._base import MALFORMED, kept_bytes
 from adapters.codex._core import CodexCore, OpenItem, codex_usage, text_content
 from adapters.codex._exec import mcp_content
 from adapters.codex._wire import (
@@ -427,7 +427,7 @@ class AppServerLines(CodexCore):
                     except UniversalEventError:
                         raise
                     except MALFORMED as exc:  # a field the struct takes as it comes
-                        out.append(self.malformed(line.METHOD, raw.decode("utf-8", "replace"), exc))
+                        out.append(self.malformed(line.METHOD, kept_bytes(raw), exc))
                     continue
             if raw and not raw.isspace():
                 super()._raw_line(raw, out)

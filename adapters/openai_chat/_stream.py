@@ -62,7 +62,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-from adapters._base import MALFORMED, Adapter, EventT
+from adapters._base import MALFORMED, Adapter, EventT, kept_bytes
 from adapters._tap import EventLog, atap_sdk_stream, log_session_id, tap_sdk_stream
 from adapters._usage import openai_usage
 from adapters.openai_chat._wire import ChatBody, Choice, Delta, ToolCallFragment, body_decoder
@@ -362,7 +362,7 @@ class OpenAIChatAdapter(Adapter):
             except UniversalEventError:
                 raise
             except MALFORMED as exc:
-                out.append(self.malformed(None, line.decode("utf-8", "replace"), exc))
+                out.append(self.malformed(None, kept_bytes(line), exc))
 
     # ------------------------------------------------------------ SSE and payloads
 
@@ -391,8 +391,7 @@ class OpenAIChatAdapter(Adapter):
             out.append(self._unknown(_any_decoder.decode(data), f"unexpected shape: {exc}"))
             return
         except msgspec.DecodeError as exc:
-            text = data.decode("utf-8", "replace")
-            out.append(self._unknown(text, f"invalid JSON: {exc}"))
+            out.append(self._unknown(kept_bytes(data), f"invalid JSON: {exc}"))
             return
         self._on_body(body, out, data)
 

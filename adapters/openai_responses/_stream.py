@@ -48,7 +48,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 import msgspec
 
-from adapters._base import MALFORMED, Adapter
+from adapters._base import MALFORMED, Adapter, kept_bytes
 from adapters._tap import EventLog, atap_sdk_stream, log_session_id, tap_sdk_stream
 from adapters._usage import openai_usage
 from adapters.openai_responses import _wire as wire
@@ -477,7 +477,7 @@ class OpenAIResponsesAdapter(Adapter):
                 except msgspec.DecodeError as exc:
                     if not final and consumed == 0 and not _holds_event_line(complete):
                         return events  # a pretty-printed body still arriving
-                    events.append(self.unknown(None, line.decode("utf-8", "replace"), str(exc)))
+                    events.append(self.unknown(None, kept_bytes(line), str(exc)))
                     consumed += len(line) + 1
                     continue
                 if not isinstance(item, Mapping):
@@ -506,11 +506,9 @@ class OpenAIResponsesAdapter(Adapter):
                 raw = None
             if isinstance(raw, Mapping):
                 return self._on_undeclared(raw, str(exc))
-            return [self.unknown(frame.event, data.decode("utf-8", "replace"), str(exc))]
+            return [self.unknown(frame.event, kept_bytes(data), str(exc))]
         except msgspec.DecodeError as exc:
-            return [
-                self.unknown(frame.event, data.decode("utf-8", "replace"), f"malformed JSON: {exc}")
-            ]
+            return [self.unknown(frame.event, kept_bytes(data), f"malformed JSON: {exc}")]
         return self._dispatch(event)
 
     def _on_undeclared(self, raw: Mapping[str, Any], problem: str) -> list[Event]:

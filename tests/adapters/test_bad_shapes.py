@@ -128,3 +128,32 @@ def test_an_error_page_instead_of_a_stream_is_kept(runtime: str) -> None:
     assert [e.payload for e in events if isinstance(e, NativeUnknownEvent)] == [
         "<html><body>502 Bad Gateway</body></html>"
     ]
+
+
+STREAM_RUNTIMES = [
+    "anthropic",
+    "openai-chat",
+    "openai-responses",
+    "claude-code",
+    "claude-code-transcript",
+    "codex",
+    "codex-rollout",
+]
+
+
+@pytest.mark.parametrize("runtime", STREAM_RUNTIMES)
+def test_bytes_that_are_not_utf8_are_kept_whole(runtime: str) -> None:
+    """Binary garbage is kept as native/unknown with its bytes recoverable (base64),
+    not with replacement characters that lose them."""
+    import base64
+
+    garbage = bytes(range(128, 256)) + b"\n"
+    adapter = create_adapter(runtime)
+    events = [*adapter.feed(garbage), *adapter.close()]
+    kept = [e for e in events if isinstance(e, NativeUnknownEvent)]
+    assert kept, events
+    recovered = b"".join(
+        base64.b64decode(e.payload["base64"]) for e in kept if isinstance(e.payload, dict)
+    )
+    assert recovered == bytes(range(128, 256))
+    assert not any("\ufffd" in str(e.payload) for e in kept)
