@@ -152,6 +152,7 @@ class SessionLog:
         self._header: RequestHeaderEvent | None = None
         self._lock = threading.RLock()
         self._live = False
+        self._release_live: weakref.finalize[Any, Any] | None = None
         self.projections = Projections(lambda: list(self._events))
         """Reducers over this log's events (see :mod:`universal_event.projections`)."""
         self._load()
@@ -189,6 +190,11 @@ class SessionLog:
     def _mark_live(self) -> None:
         self._live = True
         _live_logs[(id(self._store), self._session_id)] = self
+        # Other processes too (a store that can say so): repair refuses the session
+        # while this log is open. Released at close, or when the log is collected.
+        hold = getattr(self._store, "hold_live", None)
+        release = hold(self._session_id) if hold is not None else None
+        self._release_live = weakref.finalize(self, release) if release is not None else None
 
     def close(self) -> None:
         """Stop being the live writer of the session (buffered events are not flushed)."""
@@ -197,6 +203,8 @@ class SessionLog:
             key = (id(self._store), self._session_id)
             if _live_logs.get(key) is self:
                 del _live_logs[key]
+            if self._release_live is not None:
+                self._release_live()
 
     @staticmethod
     def live_writer(store: Store, session_id: str) -> SessionLog | None:

@@ -16,8 +16,9 @@ the turns and steps are closed, so a second repair finds nothing open and adds
 nothing. Tool calls left without results are *not* given fake results here: renderers
 repair orphans for their target (see ``adapters/_render.py``).
 
-A live session (one with a writer in this process, see ``SessionLog(live=True)``) is
-refused with :class:`LiveSessionError`.
+A live session (one with a writer in this process, see ``SessionLog(live=True)``, or,
+for the stores that can tell, in another process: ``hold_live`` / ``has_live_writer``)
+is refused with :class:`LiveSessionError`.
 """
 
 from __future__ import annotations
@@ -165,5 +166,11 @@ def repair(store: Store, session_id: str, *, reason: str | None = None) -> list[
     if SessionLog.live_writer(store, session_id) is not None:
         raise LiveSessionError(
             f"session {session_id!r} has a live writer in this process; refusing to repair"
+        )
+    has_live_writer = getattr(store, "has_live_writer", None)
+    if has_live_writer is not None and has_live_writer(session_id):
+        raise LiveSessionError(
+            f"session {session_id!r} is being written by another process (a run still "
+            "going); refusing to repair: what it has not checkpointed yet would be lost"
         )
     return repair_log(SessionLog.open(store, session_id, live=False), reason=reason)

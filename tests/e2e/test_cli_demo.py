@@ -98,4 +98,4 @@ def test_handoff_of_an_unknown_session_fails_cleanly(tmp_path: Path) -> None:
     ]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
-    assert "no history to hand over" in done.stderr
+    assert "no session 'nothing'" in done.stderr and not (tmp_path / "x.db").exists()

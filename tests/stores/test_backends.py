@@ -342,3 +342,45 @@ def test_must_exist_refuses_a_missing_file_store_and_creates_nothing(
 
 def test_must_exist_does_not_apply_to_memory() -> None:
     assert isinstance(open_store("memory:", must_exist=True), MemoryStore)
+
+
+_LIVE_WRITER = """
+import sys, time
+from universal_event import SessionLog
+from universal_event.events import TurnStartEvent
+from universal_event.stores import open_store
+
+log = SessionLog(open_store(sys.argv[1]), "busy")  # live: this process writes it
+log.append(TurnStartEvent(turn_id="t1"))
+log.checkpoint()
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_repair_refuses_a_session_another_process_is_writing(durable_kit: StoreKit) -> None:
+    """A run in another process holds the session's live lock: a repair from here would
+    close its turn under it (and make its next checkpoint fail, losing what it had not
+    stored). Once that process is gone, however it ended, repair goes ahead."""
+    import subprocess
+    import sys
+
+    from universal_event.errors import LiveSessionError
+    from universal_event.repair import repair
+
+    store = durable_kit.make()
+    url = durable_kit.url_of(store)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _LIVE_WRITER, url], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+        with pytest.raises(LiveSessionError, match="another process"):
+            repair(store, "busy")
+        assert store.latest_seq("busy") == 0
+    finally:
+        writer.kill()
+        writer.wait()
+    closed = repair(store, "busy")
+    assert [e.__struct_config__.tag for e in closed][0] == "turn/end"
+    store.close()

@@ -10,18 +10,26 @@ A store holds sessions as append-only, seq-numbered event sequences:
 * ``read`` streams a seq range in order (bounded memory: backends page through it).
 * ``tail`` waits for events after a seq (wakes on appends, in this process or, for
   backends that can, in others).
+* Optional: ``hold_live(session_id)`` marks this process as a session's live writer
+  (returns the release, or None) and ``has_live_writer(session_id)`` tells whether one
+  holds it, in any process; repair refuses such a session. The file stores use a lock
+  file per session (:class:`LiveLocks`), PostgreSQL an advisory lock; a store without
+  them is only known live within the process.
 
 Events arrive already enveloped (seq, id, session_id, ts filled by the session log).
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
+from pathlib import Path
 from typing import Any, NoReturn, Protocol, runtime_checkable
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import msgspec
 
@@ -33,6 +41,7 @@ __all__ = [
     "DECODE_BATCH",
     "READ_PAGE_SIZE",
     "Batches",
+    "LiveLocks",
     "SessionInfo",
     "Store",
     "TailByPolling",
@@ -481,3 +490,57 @@ def local_path(url: str, scheme: str, what: str, *, special: tuple[str, ...] = (
     if not path:
         raise StoreURLError(f"{scheme} URL {url!r} names no {what}")
     return path
+
+
+class LiveLocks:
+    """Which sessions have a live writer, across the processes of one machine.
+
+    A live :class:`~universal_event.log.SessionLog` holds an exclusive ``flock`` on a
+    small file per session (``<directory>/<quoted id>.lock``) for as long as it is open;
+    the system drops it when the process ends, however it ends. Repair from another
+    process asks :meth:`held_elsewhere` and refuses a session still being written: a
+    repair appended to a running session would make the writer's next checkpoint fail,
+    and what it had not checkpointed would be lost. Best effort: a session whose lock
+    file cannot be made (a name too long) is treated as having no live writer.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def _path(self, session_id: str) -> Path:
+        return self.directory / (quote(session_id, safe="") + ".lock")
+
+    def hold(self, session_id: str) -> Callable[[], None] | None:
+        """Take the session's lock; returns its release, or None when another writer
+        has it (or it cannot be made)."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self._path(session_id), os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return None
+
+        def release() -> None:
+            os.close(fd)  # closing the descriptor drops its lock
+
+        return release
+
+    def held_elsewhere(self, session_id: str) -> bool:
+        """Whether a live writer (another process, or another log here) holds the lock."""
+        try:
+            fd = os.open(self._path(session_id), os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        return False

@@ -35,13 +35,14 @@ any process on any machine wakes at once.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import struct
 import threading
 import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import chain, repeat
 from operator import attrgetter
 from typing import Any
@@ -287,6 +288,8 @@ class PostgresStore:
         self._version = 0
         self._listener: threading.Thread | None = None
         self._listener_lock = threading.Lock()
+        self._live_conn: psycopg.Connection[Any] | None = None
+        self._live_lock = threading.Lock()
         self._closing = threading.Event()
         self._sql = _Statements(schema)
         try:
@@ -677,8 +680,60 @@ class PostgresStore:
         finally:
             conn.close()
 
+    # ------------------------------------------------------------------ live writers
+
+    def _live_key(self, session_id: str) -> tuple[int, int]:
+        """The advisory-lock key of a session's live writer (two int4s)."""
+        digest = hashlib.blake2b(f"{self.schema}\0{session_id}".encode(), digest_size=8).digest()
+        return (
+            int.from_bytes(digest[:4], "big", signed=True),
+            int.from_bytes(digest[4:], "big", signed=True),
+        )
+
+    def hold_live(self, session_id: str) -> Callable[[], None] | None:
+        """Mark this process as the session's live writer, on any machine: a session-level
+        advisory lock on one connection this store keeps for them (the server drops it
+        when that connection ends). Returns the release; None when another writer has it
+        or the connection cannot be made."""
+        key = self._live_key(session_id)
+        with self._live_lock:
+            try:
+                if self._live_conn is None or self._live_conn.closed:
+                    self._live_conn = psycopg.connect(self._conninfo, autocommit=True)
+                row = self._live_conn.execute("SELECT pg_try_advisory_lock(%s, %s)", key).fetchone()
+            except psycopg.Error:
+                return None
+            if not (row and row[0]):
+                return None
+            held = self._live_conn
+
+        def release() -> None:
+            with self._live_lock:
+                if not held.closed:
+                    try:
+                        held.execute("SELECT pg_advisory_unlock(%s, %s)", key)
+                    except psycopg.Error:
+                        pass  # the connection is gone, and its locks with it
+
+        return release
+
+    def has_live_writer(self, session_id: str) -> bool:
+        """Whether a live writer (another process or machine, or another log here)
+        holds the session's advisory lock."""
+        key = self._live_key(session_id)
+        with self._pool.connection() as conn:
+            (free,) = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", key).fetchone() or (
+                False,
+            )
+            if free:
+                conn.execute("SELECT pg_advisory_unlock(%s, %s)", key)
+        return not free
+
     def close(self) -> None:
         self._closing.set()
+        with self._live_lock:
+            if self._live_conn is not None:
+                self._live_conn.close()
         if self._listener is not None:
             self._listener.join(timeout=2)
         self._pool.close()

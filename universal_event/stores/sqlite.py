@@ -32,7 +32,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Any, Literal
@@ -49,6 +49,7 @@ from universal_event.stores._base import (
     NO_END,
     READ_PAGE_SIZE,
     Batches,
+    LiveLocks,
     SessionInfo,
     TailByPolling,
     check_read_end,
@@ -185,6 +186,9 @@ class SqliteStore(TailByPolling):
         )
         self._lock = threading.RLock()
         self._appended = threading.Condition(threading.Lock())
+        self._live_locks = (
+            None if str(self.path) == ":memory:" else LiveLocks(Path(f"{self.path}.live"))
+        )
         try:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(f"PRAGMA synchronous={synchronous}")
@@ -408,6 +412,14 @@ class SqliteStore(TailByPolling):
         if row is None:
             raise SessionNotFoundError(session_id)
         return session_info_of(row)
+
+    def hold_live(self, session_id: str) -> Callable[[], None] | None:
+        """Mark this process as the session's live writer (:class:`LiveLocks`, in
+        ``<file>.live/``); returns the release."""
+        return None if self._live_locks is None else self._live_locks.hold(session_id)
+
+    def has_live_writer(self, session_id: str) -> bool:
+        return self._live_locks is not None and self._live_locks.held_elsewhere(session_id)
 
     def close(self) -> None:
         with self._lock:
