@@ -79,7 +79,9 @@ _in_tool: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
 )
 """Ids of the logs whose ``before_tool`` guard the current thread / task is inside."""
 
-_live_logs: weakref.WeakValueDictionary[tuple[int, str], SessionLog] = weakref.WeakValueDictionary()
+_live_logs: dict[tuple[int, str], weakref.WeakSet[SessionLog]] = {}
+"""(store, session) → its live logs in this process (more than one may be open; each
+counts until it is closed or collected)."""
 """(id(store), session id) → the live writer of that session in this process."""
 
 
@@ -189,7 +191,7 @@ class SessionLog:
 
     def _mark_live(self) -> None:
         self._live = True
-        _live_logs[(id(self._store), self._session_id)] = self
+        _live_logs.setdefault((id(self._store), self._session_id), weakref.WeakSet()).add(self)
         # Other processes too (a store that can say so): repair refuses the session
         # while this log is open. Released at close, or when the log is collected.
         hold = getattr(self._store, "hold_live", None)
@@ -201,15 +203,18 @@ class SessionLog:
         if self._live:
             self._live = False
             key = (id(self._store), self._session_id)
-            if _live_logs.get(key) is self:
-                del _live_logs[key]
+            logs = _live_logs.get(key)
+            if logs is not None:
+                logs.discard(self)
+                if not logs:
+                    del _live_logs[key]
             if self._release_live is not None:
                 self._release_live()
 
     @staticmethod
     def live_writer(store: Store, session_id: str) -> SessionLog | None:
         """The live log writing ``session_id`` to ``store`` in this process, if any."""
-        return _live_logs.get((id(store), session_id))
+        return next(iter(_live_logs.get((id(store), session_id), ())), None)
 
     # ------------------------------------------------------------ properties
 

@@ -136,6 +136,7 @@ def repair_log(log: SessionLog, *, reason: str | None = None) -> list[Event]:
             f"session {log.session_id!r} is live (its writer is this log); repair only "
             "sessions nobody is writing"
         )
+    _refuse_if_written(log.store, log.session_id)
     work = find_open_work(log.events())
     if not work:
         return []
@@ -163,6 +164,16 @@ def repair(store: Store, session_id: str, *, reason: str | None = None) -> list[
     """Load ``session_id`` from ``store`` and repair it; refuses a live session."""
     from universal_event.log import SessionLog
 
+    _refuse_if_written(store, session_id)
+    return repair_log(SessionLog.open(store, session_id, live=False), reason=reason)
+
+
+def _refuse_if_written(store: Store, session_id: str) -> None:
+    """LiveSessionError when a live log writes the session: in this process, or (for a
+    store that can tell) in another one. A repair under a writer would make its next
+    checkpoint fail, and what it had not stored would be lost."""
+    from universal_event.log import SessionLog
+
     if SessionLog.live_writer(store, session_id) is not None:
         raise LiveSessionError(
             f"session {session_id!r} has a live writer in this process; refusing to repair"
@@ -173,4 +184,3 @@ def repair(store: Store, session_id: str, *, reason: str | None = None) -> list[
             f"session {session_id!r} is being written by another process (a run still "
             "going); refusing to repair: what it has not checkpointed yet would be lost"
         )
-    return repair_log(SessionLog.open(store, session_id, live=False), reason=reason)

@@ -104,6 +104,29 @@ def test_repair_refuses_a_live_session() -> None:
     assert repair(store, "live")
 
 
+def test_repair_through_a_loaded_log_refuses_a_session_another_log_writes() -> None:
+    """``SessionLog.open(...).repair()`` is a repair like ``repair(store, id)``; and a
+    second live log on the session, closed or collected, does not hide the first."""
+    import gc
+
+    store = MemoryStore()
+    writer = SessionLog(store, "w")
+    add_turn(writer, 0, finish=False)
+    writer.checkpoint()
+    with pytest.raises(LiveSessionError):
+        SessionLog.open(store, "w").repair()
+    second = SessionLog(store, "w")  # live too (the constructor's default)
+    second.close()
+    third = SessionLog(store, "w")
+    del third
+    gc.collect()
+    with pytest.raises(LiveSessionError):
+        repair(store, "w")
+    assert store.latest_seq("w") == writer.next_seq - 1
+    writer.close()
+    assert SessionLog.open(store, "w").repair()
+
+
 def test_new_events_after_a_repair_are_repaired_again() -> None:
     store = MemoryStore()
     cut_session(store)
