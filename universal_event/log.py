@@ -41,6 +41,7 @@ import msgspec
 from universal_event.derive import SurfaceView
 from universal_event.errors import (
     CheckpointError,
+    ConflictError,
     CorruptEventError,
     SessionNotFoundError,
     SurfaceError,
@@ -178,16 +179,22 @@ class SessionLog:
     def _load(self) -> None:
         """Read the stored events through the same path live appends take."""
         for event in self._store.read(self._session_id):
-            if event.seq != len(self._events):
-                raise CorruptEventError(
-                    self._session_id,
-                    event.seq,
-                    f"the store returned seq {event.seq} where {len(self._events)} was due",
-                )
-            if isinstance(event, _SURFACE_CLASSES):
-                self._view.check(event)
-            self._record(event)
+            self._take_stored(event)
         self._persisted = len(self._events)
+
+    def _take_stored(self, event: Event) -> None:
+        """Record an event read from the store, checked first as an append is: its seq
+        the next one, its surface intent applicable (a bad one raises, recording
+        nothing)."""
+        if event.seq != len(self._events):
+            raise CorruptEventError(
+                self._session_id,
+                event.seq,
+                f"the store returned seq {event.seq} where {len(self._events)} was due",
+            )
+        if isinstance(event, _SURFACE_CLASSES):
+            self._view.check(event)
+        self._record(event)
 
     def _mark_live(self) -> None:
         self._live = True
@@ -321,6 +328,12 @@ class SessionLog:
                 return 0
             try:
                 self._store.append(self._session_id, batch, expected_seq=self._persisted)
+            except ConflictError as exc:
+                if not self._stored_already(batch):
+                    raise CheckpointError(
+                        f"session {self._session_id!r}: checkpoint of seqs "
+                        f"{self._persisted}..{self._persisted + len(batch) - 1} failed: {exc}"
+                    ) from exc
             except Exception as exc:
                 raise CheckpointError(
                     f"session {self._session_id!r}: checkpoint of seqs "
@@ -328,6 +341,16 @@ class SessionLog:
                 ) from exc
             self._persisted += len(batch)
             return len(batch)
+
+    def _stored_already(self, batch: list[Event]) -> bool:
+        """Whether the store holds this very batch (same seqs, same ids): an earlier
+        checkpoint wrote it and then failed before saying so (a connection lost after
+        the commit). Its retry then meets its own events, not another writer's."""
+        stored = [
+            event.id
+            for event in self._store.read(self._session_id, batch[0].seq, batch[-1].seq + 1)
+        ]
+        return stored == [event.id for event in batch]
 
     @contextmanager
     def before_request(self, header: RequestHeaderEvent | None = None) -> Iterator[None]:
@@ -396,13 +419,11 @@ class SessionLog:
                     "checkpoint before syncing"
                 )
             fresh = list(self._store.read(self._session_id, self._persisted))
-            for event in fresh:
-                if event.seq != len(self._events):
-                    raise CorruptEventError(
-                        self._session_id, event.seq, f"expected seq {len(self._events)}"
-                    )
-                self._record(event)
-            self._persisted = len(self._events)
+            try:
+                for event in fresh:
+                    self._take_stored(event)
+            finally:
+                self._persisted = len(self._events)
             return fresh
 
     # ------------------------------------------------------------ request epochs

@@ -287,6 +287,51 @@ def test_conflicting_writer_is_a_checkpoint_error() -> None:
     assert isinstance(info.value.__cause__, ConflictError)
 
 
+def test_a_checkpoint_whose_write_landed_but_was_not_acknowledged_is_retried_cleanly() -> None:
+    """The store wrote the batch, then the call failed (a connection lost after the
+    commit): the retry finds its own events there, not another writer's."""
+
+    class LostAck(FlakyStore):
+        def append(
+            self, session_id: str, events: Sequence[EventBase], *, expected_seq: int
+        ) -> None:
+            self.inner.append(session_id, events, expected_seq=expected_seq)
+            if self.fail:
+                self.fail -= 1
+                raise OSError("connection lost after COMMIT")
+
+    store = LostAck(fail=1)
+    log = SessionLog(store, "s")  # type: ignore[arg-type]
+    log.append(user("a"))
+    with pytest.raises(CheckpointError, match="connection lost"):
+        log.checkpoint()
+    assert log.checkpoint() == 1 and log.pending == 0
+    log.append(user("b"))
+    assert log.checkpoint() == 1
+    assert [e.seq for e in store.inner.read("s")] == [0, 1]
+    # another writer's events at the same seqs are still a conflict
+    other = SessionLog(store, "s")  # type: ignore[arg-type]
+    log.append(user("c"))
+    other.append(user("d"))
+    other.checkpoint()
+    with pytest.raises(CheckpointError):
+        log.checkpoint()
+
+
+def test_sync_refuses_another_writers_bad_surface_intent_without_taking_it() -> None:
+    from universal_event.events import Surface, UserMessageEvent
+
+    store = MemoryStore()
+    reader = SessionLog(store, "s", live=False)
+    bad = UserMessageEvent(
+        seq=0, id="x", session_id="s", ts=1.0, surface=Surface(op="replace", start=40, end=41)
+    )
+    store.append("s", [bad], expected_seq=0)
+    with pytest.raises(SurfaceError):
+        reader.sync()
+    assert len(reader) == 0 and reader.pending == 0 and reader.derive_messages() == []
+
+
 def test_nested_tool_calls_reuse_the_outer_checkpoint() -> None:
     store = FlakyStore()
     log = SessionLog(store, "s")  # type: ignore[arg-type]
