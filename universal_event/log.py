@@ -506,6 +506,10 @@ class SessionLog:
         parts: list[ResultPart] = (
             [TextPart(text=replacement)] if isinstance(replacement, str) else list(replacement)
         )
+        if not seqs:
+            raise SurfaceError("prune: no seqs given")
+        if len(set(seqs)) != len(seqs):
+            raise SurfaceError(f"prune: a seq is given twice in {list(seqs)}")
         with self._lock:
             originals: list[ToolResultEvent] = []
             for seq in seqs:

@@ -186,3 +186,14 @@ def test_prune_replaces_tool_results_and_records_what_it_saved() -> None:
         log.prune([results[0].seq])
     with pytest.raises(SurfaceError, match="not a tool/result"):
         log.prune([0])
+
+
+def test_prune_with_no_seq_or_one_seq_twice_writes_nothing() -> None:
+    log = SessionLog()
+    add_turn(log, 0, tools=1)
+    (result,) = [e for e in log.events() if isinstance(e, ToolResultEvent)]
+    before = log.next_seq
+    for seqs in ([], [result.seq, result.seq]):
+        with pytest.raises(SurfaceError):
+            log.prune(seqs)
+    assert log.next_seq == before and log.generation == 0
