@@ -66,7 +66,10 @@ class UsageTotals:
 
     ``requests`` sums the per-request ``usage`` events; ``turns`` sums ``turn/end``
     usage (runtimes like Claude Code report only per turn). They overlap when a
-    runtime reports both, so they are kept apart; :attr:`total` picks one.
+    runtime reports both, so they are kept apart; :attr:`total` takes each turn once:
+    its requests where it has them, else its ``turn/end`` figures (a session handed
+    from Claude Code to Codex has turns of both kinds). ``cost_usd`` is counted the
+    same way.
     """
 
     requests: Usage = field(default_factory=Usage)
@@ -74,11 +77,9 @@ class UsageTotals:
     turns: Usage = field(default_factory=Usage)
     turn_count: int = 0
     cost_usd: float = 0.0
-
-    @property
-    def total(self) -> Usage:
-        """Per-request figures when any were logged, else the per-turn ones."""
-        return self.requests if self.request_count else self.turns
+    total: Usage = field(default_factory=Usage)
+    """Each turn once: its per-request usage, or its ``turn/end`` usage without any."""
+    turns_with_requests: set[str | None] = field(default_factory=set)
 
 
 def reduce_usage(state: UsageTotals, event: Event) -> UsageTotals:
@@ -86,13 +87,17 @@ def reduce_usage(state: UsageTotals, event: Event) -> UsageTotals:
     if isinstance(event, UsageEvent):
         state.requests = state.requests + event.usage
         state.request_count += 1
+        state.total = state.total + event.usage
         state.cost_usd += event.cost_usd or 0.0
+        state.turns_with_requests.add(event.turn_id)
     elif isinstance(event, TurnEndEvent):
         state.turn_count += 1
         if event.usage is not None:
             state.turns = state.turns + event.usage
-        if event.cost_usd is not None and not state.request_count:
-            state.cost_usd += event.cost_usd
+        if event.turn_id not in state.turns_with_requests:
+            if event.usage is not None:
+                state.total = state.total + event.usage
+            state.cost_usd += event.cost_usd or 0.0
     return state
 
 

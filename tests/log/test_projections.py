@@ -138,3 +138,31 @@ def test_projection_after_reload_equals_live(durable_url: str) -> None:
     reloaded = SessionLog.open(open_store(durable_url), "s")
     for name in ("tools", "usage"):
         assert reloaded.projection(name) == log.projection(name)
+
+
+def test_usage_total_takes_each_turn_once_across_a_hand_off() -> None:
+    """Claude Code reports a turn's usage and cost on its turn/end only, Codex per
+    request (and the turn's sum again on turn/end): a session handed from one to the
+    other counts every turn once, in either order."""
+    from universal_event.events import TurnEndEvent, TurnStartEvent, Usage, UsageEvent
+
+    def claude_turn(log: SessionLog, turn: str) -> None:
+        log.append(TurnStartEvent(turn_id=turn))
+        usage = Usage(input_tokens=200, output_tokens=40, scope="turn")
+        log.append(TurnEndEvent(turn_id=turn, usage=usage, cost_usd=0.05))
+
+    def codex_turn(log: SessionLog, turn: str) -> None:
+        log.append(TurnStartEvent(turn_id=turn))
+        for _ in range(2):
+            request = Usage(input_tokens=150, output_tokens=30, scope="request")
+            log.append(UsageEvent(turn_id=turn, usage=request))
+        summed = Usage(input_tokens=300, output_tokens=60, scope="turn")
+        log.append(TurnEndEvent(turn_id=turn, usage=summed))
+
+    for order in ((claude_turn, codex_turn), (codex_turn, claude_turn)):
+        log = SessionLog()
+        for index, turn in enumerate(order):
+            turn(log, f"t{index}")
+        totals = log.projection("usage")
+        assert (totals.total.input_tokens, totals.total.output_tokens) == (500, 100)
+        assert totals.cost_usd == pytest.approx(0.05)
