@@ -30,6 +30,7 @@ __all__ = [
     "DecodeError",
     "LiveSessionError",
     "NotAvailableError",
+    "ProjectionError",
     "RenderError",
     "SessionNotFoundError",
     "StoreError",
@@ -144,6 +145,18 @@ class StoreURLError(StoreError, ValueError):
 
 class LiveSessionError(UniversalEventError):
     """Repair refuses a session that still has a live writer."""
+
+
+class ProjectionError(UniversalEventError):
+    """A projection's reducer raised: the projection stopped at that event (the log,
+    and the other projections, went on)."""
+
+    def __init__(self, name: str, seq: int, cause: BaseException) -> None:
+        self.name = name
+        self.seq = seq
+        super().__init__(
+            f"projection {name!r} failed at seq {seq}: {type(cause).__name__}: {cause}"
+        )
 
 
 class RenderError(UniversalEventError, ValueError):

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from universal_event.errors import ProjectionError
 from universal_event.events import (
     AssistantMessageEvent,
     Event,
@@ -262,9 +263,10 @@ class Projections:
         self._history = history
         self._reducers: dict[str, Reducer] = {}
         self._states: dict[str, Any] = {}
+        self._failures: dict[str, ProjectionError] = {}
 
     def __contains__(self, name: object) -> bool:
-        return name in self._reducers
+        return name in self._reducers or name in self._failures
 
     def names(self) -> list[str]:
         """Registered projection names, in registration order."""
@@ -272,7 +274,7 @@ class Projections:
 
     def register(self, name: str, reducer: Reducer, initial: Any) -> Any:
         """Register a reducer, fold the history into ``initial``, return the state."""
-        if name in self._reducers:
+        if name in self:
             raise ValueError(f"a projection named {name!r} is already registered")
         state = project(self._history(), reducer, initial)
         self._reducers[name] = reducer
@@ -283,9 +285,12 @@ class Projections:
         """Stop maintaining a projection."""
         self._reducers.pop(name, None)
         self._states.pop(name, None)
+        self._failures.pop(name, None)
 
     def get(self, name: str) -> Any:
         """The current state of a projection; built-ins are registered on first use."""
+        if name in self._failures:
+            raise self._failures[name]
         if name not in self._reducers:
             if name not in BUILTIN_PROJECTIONS:
                 known = ", ".join(sorted({*self._reducers, *BUILTIN_PROJECTIONS}))
@@ -295,6 +300,20 @@ class Projections:
         return self._states[name]
 
     def feed(self, event: Event) -> None:
-        """Hand one newly logged event to every projection."""
+        """Hand one newly logged event to every projection.
+
+        A reducer that raises stops its own projection there (:meth:`get` then raises
+        :class:`ProjectionError` naming the event); the event stays logged and the
+        other projections see it: a bug in one view must not make an append fail
+        after the event was taken (a retry without an id would log it twice).
+        """
+        failed = []
         for name, reducer in self._reducers.items():
-            self._states[name] = reducer(self._states[name], event)
+            try:
+                self._states[name] = reducer(self._states[name], event)
+            except Exception as exc:
+                self._failures[name] = ProjectionError(name, event.seq, exc)
+                self._failures[name].__cause__ = exc
+                failed.append(name)
+        for name in failed:
+            del self._reducers[name]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.log.conftest import add_turn
@@ -17,8 +19,10 @@ from universal_event import (
     TurnEndEvent,
     Usage,
     UsageEvent,
+    UserMessageEvent,
     project,
 )
+from universal_event.parts import TextPart
 from universal_event.projections import (
     FilesChanged,
     PlanState,
@@ -166,3 +170,30 @@ def test_usage_total_takes_each_turn_once_across_a_hand_off() -> None:
         totals = log.projection("usage")
         assert (totals.total.input_tokens, totals.total.output_tokens) == (500, 100)
         assert totals.cost_usd == pytest.approx(0.05)
+
+
+def test_a_projection_that_raises_stops_alone_and_the_append_stands() -> None:
+    from universal_event.errors import ProjectionError
+
+    log = SessionLog()
+    seen: list[int] = []
+
+    def broken(state: int, event: Any) -> int:
+        if event.seq == 1:
+            raise KeyError("oops")
+        return state + 1
+
+    def counting(state: int, event: Any) -> int:
+        seen.append(event.seq)
+        return state + 1
+
+    log.projections.register("broken", broken, 0)
+    log.projections.register("counting", counting, 0)
+    for text in ("a", "b", "c"):
+        log.append(UserMessageEvent(content=[TextPart(text=text)]))  # the second must not raise
+    assert len(log) == 3 and seen == [0, 1, 2]
+    with pytest.raises(ProjectionError, match="'broken' failed at seq 1: KeyError"):
+        log.projection("broken")
+    assert log.projection("counting") == 3
+    log.projections.unregister("broken")
+    assert log.projections.register("broken", lambda s, e: s + 1, 0) == 3
