@@ -77,9 +77,12 @@ def message_of(event: SurfaceEvent) -> Message:
 class SurfaceView:
     """The surface and its derived messages, updated one event at a time."""
 
-    __slots__ = ("_key_of", "_keys", "_messages", "_seqs", "generation")
+    __slots__ = ("_derive", "_key_of", "_keys", "_messages", "_seqs", "generation")
 
-    def __init__(self) -> None:
+    def __init__(self, *, derive: bool = True) -> None:
+        self._derive = derive
+        """False: track which seqs are on the surface only (no messages), to check
+        intents cheaply (the server's writers)."""
         self._keys: list[int] = []
         """Sort key of each surface node, strictly increasing."""
         self._seqs: list[int] = []
@@ -118,7 +121,8 @@ class SurfaceView:
         if op == "append":
             self._keys.append(event.seq)
             self._seqs.append(event.seq)
-            self._messages.append(message_of(event))
+            if self._derive:
+                self._messages.append(message_of(event))
             self._key_of[event.seq] = event.seq
         elif op == "replace":
             assert surface is not None
@@ -128,7 +132,8 @@ class SurfaceView:
                 del self._key_of[replaced]
             self._keys[first : last + 1] = [key]
             self._seqs[first : last + 1] = [event.seq]
-            self._messages[first : last + 1] = [message_of(event)]
+            if self._derive:
+                self._messages[first : last + 1] = [message_of(event)]
             self._key_of[event.seq] = key
             self.generation += 1
         elif op == "hidden":

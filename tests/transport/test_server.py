@@ -515,3 +515,28 @@ def test_an_overflowing_slow_client_is_disconnected_resumes_and_the_producer_nev
     assert slow.received == expected and fast.received == expected
     assert slow.server_closed >= 1 and health["overflow_disconnects"] >= 1
     assert max(post_times) < 2.0  # the producer was never held up by the stalled client
+
+
+def test_a_surface_intent_that_does_not_apply_is_refused_and_nothing_is_stored(
+    dev_server: ServerThread, http: httpx.Client, store: MemoryStore
+) -> None:
+    """A replace of seqs not on the surface would be stored and then make the session
+    fail to load anywhere; it is refused (422), and a valid one goes through."""
+    from universal_event.events import Surface
+    from universal_event.log import SessionLog
+
+    url = f"{dev_server.url}/sessions/s1/events"
+    post_events(http, dev_server.url, "s1", user_events(3, prefix="sv"))
+    bad = UserMessageEvent(
+        id="bad", content=[TextPart(text="x")], surface=Surface(op="replace", start=40, end=41)
+    )
+    refused = http.post(url, content=encode(bad))
+    assert refused.status_code == 422
+    assert refused.json()["error"]["code"] == "bad_surface_intent"
+    assert store.latest_seq("s1") == 2
+    summary = UserMessageEvent(
+        id="sum", content=[TextPart(text="summary")], surface=Surface(op="replace", start=0, end=1)
+    )
+    assert http.post(url, content=encode(summary)).json()["appended"] == 1
+    texts = [m.content[0].text for m in SessionLog.open(store, "s1").derive_messages()]
+    assert texts[0] == "summary" and len(texts) == 2

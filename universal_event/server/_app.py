@@ -36,7 +36,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from universal_event.errors import DecodeError, RenderError, SessionNotFoundError
+from universal_event.errors import DecodeError, RenderError, SessionNotFoundError, SurfaceError
 from universal_event.events import EVENT_TYPES
 from universal_event.server._auth import Right, Tokens
 from universal_event.server._hub import Hub
@@ -157,6 +157,8 @@ class _ControlPlane:
                 )
             except IdempotencyKeyReused as exc:
                 return _error(422, "idempotency_key_reused", str(exc))
+            except SurfaceError as exc:
+                return _error(422, "bad_surface_intent", str(exc))
             self.hub.published_locally(session_id, result.appended)
         body_out: dict[str, Any] = {
             "appended": len(result.appended),

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from universal_event.derive import SurfaceView, is_surface_event
 from universal_event.errors import ConflictError, StoreError, UniversalEventError
 from universal_event.events import Event
 from universal_event.stores import Store
@@ -71,6 +72,9 @@ class _SessionState:
     loaded: bool = False
     keys: dict[str, str] = field(default_factory=dict)
     """Idempotency-Key → the fingerprint of the body it came with (from the ids)."""
+    surface: SurfaceView = field(default_factory=lambda: SurfaceView(derive=False))
+    """Which seqs are on the surface: a posted replace intent is checked against it (a
+    bad one stored would make the session fail to load everywhere)."""
 
     def learn(self, event_id: str) -> None:
         self.ids.add(event_id)
@@ -94,6 +98,8 @@ class SessionWriters:
         for event in self.store.read(session_id, state.next_seq):
             state.learn(event.id)
             state.next_seq = event.seq + 1
+            if is_surface_event(event):
+                state.surface.apply(event)  # type: ignore[arg-type]
 
     def append(
         self,
@@ -118,6 +124,9 @@ class SessionWriters:
                     if state.keys.get(key, fingerprint) != fingerprint:
                         raise IdempotencyKeyReused(session_id, key)
                 batch, duplicates = self._number(session_id, state, events)
+                for event in batch:  # against the surface before the batch: refused whole
+                    if is_surface_event(event):
+                        state.surface.check(event)  # type: ignore[arg-type]
                 if not batch and self.store.latest_seq(session_id) + 1 < state.next_seq:
                     self._forget(state)  # all "already stored", but the session was deleted
                     self._catch_up(session_id, state)
@@ -132,6 +141,8 @@ class SessionWriters:
                     continue
                 for event in batch:
                     state.learn(event.id)
+                    if is_surface_event(event):
+                        state.surface.apply(event)  # type: ignore[arg-type]
                 state.next_seq += len(batch)
                 return AppendResult(batch, duplicates)
         raise StoreError(
@@ -144,6 +155,7 @@ class SessionWriters:
         state.next_seq = 0
         state.ids.clear()
         state.keys.clear()
+        state.surface = SurfaceView(derive=False)
 
     @staticmethod
     def _number(
