@@ -22,7 +22,9 @@ tests/fixtures/captured/claude, Claude Code 2.1.332 / claude-agent-sdk 0.2.189):
   block arrives *before* that block's ``content_block_stop``.
 * ``assistant`` with ``model: "<synthetic>"`` (and an ``error`` such as
   ``server_error``) is the CLI's own error report after retries ran out — an ``error``
-  event, never an assistant message (it is not in the history the CLI sends next).
+  event, never an assistant message (it is not in the history the CLI sends next);
+  ``http_status`` from the line's ``api_error_status`` (from its ``API Error: 500 …``
+  text for the SDK's ``AssistantMessage``, which drops that field).
 * ``user`` lines carry ``tool_result`` blocks → ``tool/result``; ``tool_use_result`` is an
   object on success (``{"stdout", "stderr", ...}``) and a string on failure
   (``"Error: Exit code 3\\noops"``); it is kept in ``details["tool_use_result"]``. Text in
@@ -41,7 +43,10 @@ tests/fixtures/captured/claude, Claude Code 2.1.332 / claude-agent-sdk 0.2.189):
 Turns and steps are synthesised: a turn opens with :meth:`ClaudeCodeAdapter.user_prompt`
 (the prompt given to ``query()`` / ``claude -p`` is not in the output stream) or with the
 first model activity; each API message is a step (its tool results included); ``result``
-ends the turn.
+ends the turn. A step ends ``completed`` unless its message was cut (with partial
+messages on: logged partial, or its stream closed without a stop reason) — then
+``failed`` when an API error came in the step (a stream cut and retried, the CLI's final
+error), else ``interrupted`` (a user interrupt).
 
 What the runtime itself adds when it sends the history back (Claude Code 2.1.332,
 ``requests/*.json`` of the captures) and is *not* in the log: ``<system-reminder>``
@@ -53,6 +58,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -88,6 +94,8 @@ __all__ = ["ClaudeCodeAdapter", "ClaudeTranscriptAdapter", "sdk_message_to_line"
 SYNTHETIC_MODEL = "<synthetic>"
 """The model name Claude Code puts on the error messages it makes up itself."""
 
+_API_ERROR_STATUS = re.compile(r"API Error: ([1-5][0-9]{2})\b")
+"""How the CLI words an API error that had an HTTP response (the status first)."""
 _HIDDEN = Surface(op="hidden")
 _INTERRUPTED_REASONS = frozenset({"aborted_streaming", "aborted_tools", "interrupted"})
 _RETRYABLE_CLI_ERRORS = frozenset({"server_error", "rate_limit", "overloaded", "unknown"})
@@ -141,6 +149,10 @@ class ClaudeCodeAdapter(Adapter):
         self._turn_open = False
         self._step_message: str | None = None
         self._step_open = False
+        self._step_partial = False
+        """The step's message was logged ``partial``."""
+        self._step_error = False
+        """An API error (retry, in-stream error, the CLI's final error) came in the step."""
         self._next_step = 0
         self._streamed: set[str] = set()
         self._native_sessions: set[str] = set()
@@ -256,6 +268,7 @@ class ClaudeCodeAdapter(Adapter):
         elif subtype == "api_retry":
             if parent is None:
                 self._ensure_turn(out)
+                self._step_error = self._step_error or self._step_open
             status, error = line.get("error_status"), line.get("error")
             message = (
                 f"API request failed ({error}, HTTP {status}); retry {line.get('attempt')}"
@@ -373,7 +386,10 @@ class ClaudeCodeAdapter(Adapter):
         stream.turn_id = self.turn_id
         stream.step = self.step if self._step_open else None
         stream.parent_id = parent
-        out.extend(stream.feed(event))
+        events = stream.feed(event)
+        if parent is None and self._step_open:
+            self._step_error = self._step_error or any(isinstance(e, ErrorEvent) for e in events)
+        out.extend(events)
 
     def _assistant(self, line: Mapping[str, Any], out: list[Event]) -> None:
         message = line["message"]
@@ -425,8 +441,11 @@ class ClaudeCodeAdapter(Adapter):
         """Claude Code's own error message (``model: "<synthetic>"``): an error event."""
         self._flush(out)
         self._ensure_turn(out)
+        if line.get("parent_tool_use_id") is None:
+            self._step_error = self._step_error or self._step_open
         message = line["message"]
         texts = [b.get("text", "") for b in message.get("content") or [] if b.get("type") == "text"]
+        text = "\n".join(texts)
         code = line.get("error")
         out.append(
             self.make(
@@ -434,10 +453,11 @@ class ClaudeCodeAdapter(Adapter):
                 native_type="assistant",
                 native_id=message.get("id"),
                 model=SYNTHETIC_MODEL,
-                message="\n".join(texts) or str(code or "error"),
+                message=text or str(code or "error"),
                 code=str(code) if code is not None else None,
                 retryable=code in _RETRYABLE_CLI_ERRORS,
                 fatal=True,
+                http_status=_synthetic_http_status(line, text),
                 native=dict(line),
                 parent_id=line.get("parent_tool_use_id"),
             )
@@ -494,13 +514,13 @@ class ClaudeCodeAdapter(Adapter):
     def _result(self, line: Mapping[str, Any], out: list[Event]) -> None:
         self._flush(out)
         self._ensure_turn(out)
-        self._end_step(out, "completed")
         is_error = bool(line.get("is_error"))
         status: TurnStatus = "completed"
         if line.get("terminal_reason") in _INTERRUPTED_REASONS:
             status = "interrupted"
         elif is_error:
             status = "failed"
+        self._end_step(out, "completed", cut="interrupted" if status == "completed" else status)
         errors = line.get("errors")
         error = "; ".join(map(str, errors)) if errors else None
         if is_error and error is None:
@@ -545,14 +565,25 @@ class ClaudeCodeAdapter(Adapter):
         self._next_step += 1
         self._step_open = True
         self._step_message = message_id
+        self._step_partial = False
+        self._step_error = False
         out.append(self.make(StepStartEvent, native_id=message_id))
 
-    def _end_step(self, out: list[Event], status: TurnStatus) -> None:
+    def _end_step(
+        self, out: list[Event], status: TurnStatus, *, cut: TurnStatus = "interrupted"
+    ) -> None:
+        """End the open step: ``status``, unless its message was cut — then ``failed``
+        after an API error in the step (a retried stream, the CLI's final error), else
+        ``cut`` (the turn's status at ``result``: ``interrupted`` for a user interrupt)."""
         if not self._step_open:
             return
         stop_reason = None
+        finished = None
         if self._step_message is not None:
-            stop_reason = self._stream.finished.get(self._step_message, (None, ""))[0]
+            finished = self._stream.finished.get(self._step_message)
+            stop_reason = finished[0] if finished is not None else None
+        if status == "completed" and self._step_cut(finished):
+            status = "failed" if self._step_error else cut
         out.append(
             self.make(
                 StepEndEvent, native_id=self._step_message, status=status, stop_reason=stop_reason
@@ -560,6 +591,21 @@ class ClaudeCodeAdapter(Adapter):
         )
         self._step_open = False
         self.step = None
+
+    def _step_cut(self, finished: tuple[str | None, str] | None) -> bool:
+        """Whether the open step's message did not end as the API ends a message.
+
+        Known only with partial messages on (``stream_event`` lines): the message was
+        logged partial, its stream never reached ``message_stop``, or it stopped without
+        a stop reason (the API always sends one in ``message_delta``; Claude Code closes
+        a stream cut by an interrupt or a lost connection with a ``message_stop`` of its
+        own and none). Without stream events the lines cannot tell.
+        """
+        if self._step_partial:
+            return True
+        if self._step_message not in self._streamed:
+            return False
+        return finished is None or finished[1] == "partial" or finished[0] is None
 
     def _flush(self, out: list[Event]) -> None:
         """Emit the merged assistant message, if one is pending."""
@@ -577,6 +623,8 @@ class ClaudeCodeAdapter(Adapter):
         # With partial messages on, a message whose stream never reached message_stop
         # (interrupted) is partial; without them the lines give no way to tell.
         partial = pending.id in self._streamed and finished is None
+        if partial and pending.parent_id is None and pending.id == self._step_message:
+            self._step_partial = True
         out.append(
             self.make(
                 AssistantMessageEvent,
@@ -695,6 +743,21 @@ def _user_parts(blocks: list[dict[str, Any]]) -> list[UserPart]:
     return parts
 
 
+def _synthetic_http_status(line: Mapping[str, Any], text: str) -> int | None:
+    """The HTTP status of the request behind a ``<synthetic>`` error message.
+
+    The stream-json line has it (``api_error_status``); claude_agent_sdk's
+    ``AssistantMessage`` does not keep that field, but the CLI writes it into the
+    text (``API Error: 500 Internal server error…``). Errors without a response
+    (``API Error: Connection to the API was lost (ECONNRESET)…``) have none.
+    """
+    status = line.get("api_error_status")
+    if isinstance(status, int) and not isinstance(status, bool):
+        return status
+    match = _API_ERROR_STATUS.match(text)
+    return int(match.group(1)) if match else None
+
+
 def _block_dict(block: Any) -> dict[str, Any]:
     if isinstance(block, Mapping):
         return dict(block)
@@ -711,7 +774,9 @@ def sdk_message_to_line(message: Any) -> dict[str, Any] | None:
     """
     name = type(message).__name__
     if name == "AssistantMessage":
-        return {
+        # Not in the typed object: the line's ``request_id`` and ``api_error_status``
+        # (a ``<synthetic>`` error's status is read from its text instead).
+        line: dict[str, Any] = {
             "type": "assistant",
             "message": {
                 "id": message.message_id,
@@ -725,6 +790,11 @@ def sdk_message_to_line(message: Any) -> dict[str, Any] | None:
             "session_id": message.session_id,
             "uuid": message.uuid,
         }
+        for key in ("user_message_uuid", "user_message_uuids"):  # newer SDKs only
+            value = getattr(message, key, None)
+            if value is not None:
+                line[key] = value
+        return line
     if name == "UserMessage":
         content = message.content
         return {

@@ -27,6 +27,10 @@ Policies (what the API leaves open, decided here once):
   Chat choice index), ``index`` 0 for text / thinking / refusal and the tool call's
   wire ``index`` for ``tool_arguments`` (its first fragment announces the call with
   ``tool_call_id`` and ``tool_name`` even when its argument text is empty).
+* **Citations**: ``url_citation`` annotations (search models) become the text part's
+  ``citations`` — from ``message.annotations`` of a whole completion, or from
+  ``delta.annotations`` of a stream (a late delta of their own), where each is also a
+  ``citation`` chunk.
 * **Tool arguments** are assembled per call index (parallel calls interleave) and
   parsed at the end. ``arguments_raw`` keeps the exact text whenever re-encoding the
   parsed value would not reproduce it byte for byte (spacing, escapes, an empty
@@ -559,6 +563,13 @@ class OpenAIChatAdapter(Adapter):
             if delta.tool_calls:
                 for fragment in delta.tool_calls:
                     self._on_tool_fragment(response, state, fragment, out, None, stream=True)
+            if isinstance(delta.annotations, list):
+                # Search models send the message's url_citations in a late delta of
+                # their own: kept on the text part, as on a whole message.
+                for annotation in delta.annotations:
+                    cited = _citation(annotation)
+                    state.citations.append(cited)
+                    out.append(self._chunk(response, state, "citation", "", citation=cited))
             if delta.function_call is not None or delta.audio is not None:
                 self._keep_extras(response, delta, out)
         if choice.logprobs is not None:
@@ -621,12 +632,13 @@ class OpenAIChatAdapter(Adapter):
         self,
         response: _Response,
         state: _ChoiceState,
-        kind: Literal["text", "thinking", "refusal", "tool_arguments"],
+        kind: Literal["text", "thinking", "refusal", "tool_arguments", "citation"],
         delta: str,
         *,
         index: int = 0,
         tool_call_id: str | None = None,
         tool_name: str | None = None,
+        citation: Citation | None = None,
     ) -> AssistantChunkEvent:
         """The hot path: one ``assistant/chunk`` per delta, built without ``make``'s kwargs."""
         return AssistantChunkEvent(
@@ -642,6 +654,7 @@ class OpenAIChatAdapter(Adapter):
             delta=delta,
             tool_call_id=tool_call_id,
             tool_name=tool_name,
+            citation=citation,
             choice=state.index,
         )
 

@@ -79,7 +79,7 @@ class Delta(msgspec.Struct, kw_only=True):
     function_call: Any = None
     """The legacy (pre-tools) function call; kept as ``native/unknown``."""
     annotations: Any = None
-    """``url_citation`` annotations (search models), on whole messages."""
+    """``url_citation`` annotations (search models), on whole messages and in a delta."""
     audio: Any = None
 
 

@@ -10,7 +10,10 @@ One output item becomes one or more parts, in ``output_index`` order:
                             ``encrypted_content``, ``text`` = the raw ``reasoning_text``
                             content (open-weight models; empty otherwise)
 ``function_call``           :class:`ToolCallPart`: ``id`` = ``call_id`` (what results must
-                            reference), ``item_id`` = the ``fc_...`` item id
+                            reference), ``item_id`` = the ``fc_...`` item id; the
+                            argument text in ``arguments_raw`` whenever the compact
+                            re-encoding would differ (or it is not JSON: a truncated
+                            call), so a same-provider replay is byte-exact
 ``custom_tool_call``        :class:`ToolCallPart` ``kind="custom"``: the freeform text input
                             in ``arguments_raw``, ``item_id`` = ``ctc_...``
 ``*_output`` items          :class:`ServerToolResultPart` (the whole item in ``native``)
@@ -36,6 +39,7 @@ from typing import Any
 
 import msgspec
 
+from adapters._render import parse_arguments
 from universal_event.parts import (
     AssistantPart,
     Citation,
@@ -84,19 +88,6 @@ _SERVER_TOOL_INPUT_KEYS: dict[str, tuple[str, ...]] = {
     "tool_search_call": ("arguments",),
 }
 """What the tool was asked to do, per server-tool item type (the rest is in ``native``)."""
-
-_json_decoder = msgspec.json.Decoder()
-
-
-def parse_arguments(raw: str) -> tuple[Any, str | None]:
-    """``(arguments, arguments_raw)``: parsed JSON, or ``(None, raw)`` when it is not JSON.
-
-    Truncated calls (``max_output_tokens`` hit mid-arguments, a cut stream) keep the text.
-    """
-    try:
-        return _json_decoder.decode(raw), None
-    except msgspec.DecodeError:
-        return None, raw
 
 
 def citation(annotation: Mapping[str, Any]) -> Citation:

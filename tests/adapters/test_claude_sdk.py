@@ -28,6 +28,7 @@ from universal_event.events import (
     NativeUnknownEvent,
     RequestHeaderEvent,
     SessionStartEvent,
+    StepEndEvent,
     TaskEndEvent,
     TaskStartEvent,
     ToolCallEvent,
@@ -146,6 +147,11 @@ def test_interrupt_gives_a_partial_message_and_an_interrupted_turn() -> None:
     assert message.status == "partial"
     (user,) = [e for e in events if isinstance(e, UserMessageEvent)]
     assert user.content == [TextPart(text="[Request interrupted by user]")]
+    # the step of the partial message was interrupted too (the CLI closes the cut
+    # stream with a message_stop of its own, without a stop reason)
+    (step,) = [e for e in events if isinstance(e, StepEndEvent)]
+    assert step.source is not None and step.source.native_id == message.message_id
+    assert step.status == "interrupted"
     end = events[-1]
     assert isinstance(end, TurnEndEvent) and end.status == "interrupted"
 
@@ -160,8 +166,88 @@ def test_api_retries_and_synthetic_error() -> None:
         ("server_error", True, True),
     ]
     assert "ECONNRESET" in errors[-1].message
+    assert errors[-1].http_status is None  # the connection was lost: no response
+    # three streams cut by ECONNRESET (two retried, the last one given up): failed steps
+    steps = [e for e in events if isinstance(e, StepEndEvent)]
+    assert [(e.step, e.status, e.stop_reason) for e in steps] == [
+        (0, "failed", None),
+        (1, "failed", None),
+        (2, "failed", None),
+    ]
+    assert [e.step for e in errors] == [0, 1, 2]
     end = events[-1]
     assert isinstance(end, TurnEndEvent) and end.status == "failed"
+
+
+@pytest.mark.parametrize("run", ["c01_tool", "c02_tool_partial", "c05_tool_fail_partial"])
+def test_steps_of_complete_messages_end_completed(run: str) -> None:
+    """Only a cut message changes the step's status: with partial messages (a stop
+    reason from the stream) and without (the lines cannot tell: completed)."""
+    events = _run(CAPTURED / "cli" / run / "stdout.jsonl")
+    steps = [e for e in events if isinstance(e, StepEndEvent)]
+    assert [e.status for e in steps] == ["completed", "completed"]
+
+
+def test_typed_sdk_messages_give_the_same_step_statuses() -> None:
+    for name in ("c_interrupt_sigint_partial", "c_err_midstream_close_partial_nofallback"):
+        path = CAPTURED / "cli" / name / "stdout.jsonl"
+        typed = ClaudeCodeAdapter()
+        lines = [json.loads(line) for line in path.open() if line.strip()]
+        events = [e for line in lines for e in typed.feed(parse_message(line))] + typed.close()
+        expected = [e.status for e in _run(path) if isinstance(e, StepEndEvent)]
+        assert [e.status for e in events if isinstance(e, StepEndEvent)] == expected
+        assert set(expected) <= {"interrupted", "failed"}
+
+
+def _synthetic_error(events: list[Event]) -> ErrorEvent:
+    (error,) = [e for e in events if isinstance(e, ErrorEvent) and e.fatal]
+    assert error.source is not None and error.source.model == "<synthetic>"
+    return error
+
+
+def test_synthetic_error_keeps_the_http_status() -> None:
+    """The CLI's final API error (``api_error_status: 500``) has ``http_status`` on
+    both paths: the stream-json line, and the SDK's ``AssistantMessage`` (which drops
+    ``api_error_status``; the status is in its ``API Error: 500 …`` text)."""
+    path = CAPTURED / "cli" / "c_err_http500_partial" / "stdout.jsonl"
+    lines = [json.loads(line) for line in path.open() if line.strip()]
+    from_lines = _synthetic_error(_run(path))
+    assert (from_lines.code, from_lines.http_status) == ("server_error", 500)
+    assert from_lines.native["api_error_status"] == 500
+    assert from_lines.native["request_id"] == "req_0e472e17756f4fbba5bf364f"
+    typed = ClaudeCodeAdapter()
+    from_objects = _synthetic_error(
+        [e for line in lines for e in typed.feed(parse_message(line))] + typed.close()
+    )
+    assert from_objects.http_status == 500
+    assert (from_objects.message, from_objects.retryable) == (
+        from_lines.message,
+        from_lines.retryable,
+    )
+    # native: what the typed object has, nothing made up
+    assert from_objects.native["error"] == "server_error"
+    assert "api_error_status" not in from_objects.native
+    sdk = ClaudeCodeAdapter()
+    objects = sdk_objects(CAPTURED / "sdk" / "sdk03_err_http500_partial" / "sdk_messages.jsonl")
+    assert (
+        _synthetic_error([e for o in objects for e in sdk.feed(o)] + sdk.close()).http_status == 500
+    )
+
+
+def test_synthetic_error_status_prefers_the_line_field() -> None:
+    line = {
+        "type": "assistant",
+        "message": {
+            "id": "x",
+            "model": "<synthetic>",
+            "content": [{"type": "text", "text": "API Error: Rate limit reached"}],
+        },
+        "error": "rate_limit",
+        "api_error_status": 429,
+    }
+    assert _synthetic_error(ClaudeCodeAdapter().feed(line)).http_status == 429
+    without = {key: value for key, value in line.items() if key != "api_error_status"}
+    assert _synthetic_error(ClaudeCodeAdapter().feed(without)).http_status is None
 
 
 def test_cut_stream_json_ends_the_turn_interrupted() -> None:

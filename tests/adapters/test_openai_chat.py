@@ -398,6 +398,85 @@ def test_interleaved_parallel_fragments_and_exact_raw_arguments() -> None:
     assert (second.id, second.arguments, second.arguments_raw) == ("call_b", {"y": 2}, '{"y": 2}')
 
 
+URL_CITATION = {
+    "type": "url_citation",
+    "url_citation": {
+        "url": "https://example.com/a",
+        "title": "A",
+        "start_index": 0,
+        "end_index": 5,
+    },
+}
+
+
+def test_streamed_annotations_become_citations_as_on_a_whole_completion() -> None:
+    """Search-preview models stream the url_citations in a late delta of their own."""
+    streamed = sse(
+        chunk({"role": "assistant", "content": "Hello"}),
+        chunk({"content": " world"}),
+        chunk({"annotations": [URL_CITATION]}),
+        chunk(finish="stop"),
+    )
+    whole = {
+        "id": "chatcmpl-x",
+        "object": "chat.completion",
+        "model": "m-1",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {
+                    "role": "assistant",
+                    "content": "Hello world",
+                    "annotations": [URL_CITATION],
+                },
+            }
+        ],
+    }
+    stream_request = {**DEFAULT_REQUEST, "model": "m-1"}
+    runs = {
+        "raw": feed_raw(streamed),
+        "raw pieces": feed_raw(streamed, piece=7),
+        "sdk stream": replay_through_sdk(
+            {
+                "request_body": stream_request,
+                "response_body_format": "sse",
+                "response_status": 200,
+                "response_body": streamed.decode(),
+            }
+        )[0],
+        "whole": feed_raw(json.dumps(whole).encode()),
+        "sdk whole": replay_through_sdk(
+            {
+                "request_body": {**stream_request, "stream": False},
+                "response_body_format": "json",
+                "response_status": 200,
+                "response_body": whole,
+            }
+        )[0],
+    }
+    contents = {}
+    for how, events in runs.items():
+        (message,) = of_type(events, AssistantMessageEvent)
+        contents[how] = message.content
+        assert not of_type(events, NativeUnknownEvent), how
+    (text,) = contents["whole"]
+    assert isinstance(text, TextPart) and text.text == "Hello world"
+    (cited,) = text.citations
+    assert (cited.kind, cited.url, cited.title, cited.start_index, cited.end_index) == (
+        "url_citation",
+        "https://example.com/a",
+        "A",
+        0,
+        5,
+    )
+    assert cited.native == URL_CITATION
+    assert all(content == contents["whole"] for content in contents.values()), contents
+    # the stream also announces it as a citation chunk, after the text chunks
+    kinds = [(c.kind, c.citation) for c in of_type(runs["raw"], AssistantChunkEvent)]
+    assert kinds == [("text", None), ("text", None), ("citation", cited)]
+
+
 def test_reasoning_content_from_compatible_servers_becomes_thinking() -> None:
     body = sse(
         chunk({"role": "assistant", "reasoning_content": "Let me "}),

@@ -18,7 +18,9 @@ import openai
 import pytest
 import respx
 
+from adapters._render import RenderPolicy
 from adapters.openai_responses import OpenAIResponsesAdapter, tap
+from adapters.openai_responses._request import render_request
 from universal_event import codec
 from universal_event.events import (
     AssistantChunkEvent,
@@ -314,6 +316,89 @@ def test_function_call_keeps_call_id_and_fc_item_id() -> None:
     (answer,) = of_type(second, AssistantMessageEvent)
     assert answer.stop_reason == "completed"
     assert isinstance(answer.content[0], TextPart) and "Paris" in answer.content[0].text
+
+
+NON_COMPACT_ARGUMENTS = '{"city": "Z\\u00fcrich", "price": 1.50}'
+"""Valid JSON the compact re-encoding would change (blanks, a ``\\u`` escape, ``1.50``)."""
+
+
+def non_compact_call_interaction(stream: bool) -> dict[str, Any]:
+    """One function call whose argument text is valid JSON but not compact."""
+    call = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_1",
+        "name": "get_price",
+        "arguments": NON_COMPACT_ARGUMENTS,
+        "status": "completed",
+    }
+    response: dict[str, Any] = {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1,
+        "status": "completed",
+        "model": "gpt-4.1",
+        "output": [call],
+        "usage": {"input_tokens": 3, "output_tokens": 2, "total_tokens": 5},
+    }
+    request = {"model": "gpt-4.1", "input": "price?", "stream": stream}
+    if not stream:
+        return {
+            "request_body": request,
+            "response_status": 200,
+            "response_body_format": "json",
+            "response_body": response,
+        }
+    started = {**response, "status": "in_progress", "output": [], "usage": None}
+    cut = len(NON_COMPACT_ARGUMENTS) // 2
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": started},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {**call, "arguments": ""},
+        },
+        *(
+            {
+                "type": "response.function_call_arguments.delta",
+                "item_id": "fc_1",
+                "output_index": 0,
+                "delta": piece,
+            }
+            for piece in (NON_COMPACT_ARGUMENTS[:cut], NON_COMPACT_ARGUMENTS[cut:])
+        ),
+        {
+            "type": "response.function_call_arguments.done",
+            "item_id": "fc_1",
+            "output_index": 0,
+            "arguments": NON_COMPACT_ARGUMENTS,
+        },
+        {"type": "response.output_item.done", "output_index": 0, "item": call},
+        {"type": "response.completed", "response": response},
+    ]
+    body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+    return {
+        "request_body": request,
+        "response_status": 200,
+        "response_body_format": "sse",
+        "response_body": body,
+    }
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+def test_non_compact_arguments_replay_byte_exact(stream: bool) -> None:
+    replay = Replay(non_compact_call_interaction(stream))
+    for events in (replay.typed(OpenAIResponsesAdapter()), replay.raw(OpenAIResponsesAdapter(), 7)):
+        (message,) = of_type(events, AssistantMessageEvent)
+        (call,) = message.content
+        assert isinstance(call, ToolCallPart)
+        assert call.arguments == {"city": "Zürich", "price": 1.5}
+        assert call.arguments_raw == NON_COMPACT_ARGUMENTS
+        log = SessionLog()
+        log.extend(events)
+        kwargs = render_request(log.derive_messages(), None, RenderPolicy(model="gpt-4.1"))
+        (item,) = [i for i in kwargs["input"] if i.get("type") == "function_call"]
+        assert item["arguments"] == NON_COMPACT_ARGUMENTS
 
 
 def test_reasoning_becomes_thinking_with_provenance_and_encrypted_content() -> None:
