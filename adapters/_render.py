@@ -1271,7 +1271,10 @@ def parse_arguments(raw: str) -> tuple[Any, str | None]:
         arguments = json.loads(raw) if raw else {}
     except json.JSONDecodeError:
         return None, raw
-    compact = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
+    try:  # as json_arguments will encode it back
+        compact = _JSON.encode(arguments).decode()
+    except (TypeError, ValueError, OverflowError):  # an integer over 64 bits, say
+        return arguments, raw
     return arguments, None if compact == raw else raw
 
 

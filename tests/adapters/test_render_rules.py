@@ -1187,3 +1187,18 @@ def test_an_empty_history_is_named_in_a_warning(target: str) -> None:
     warnings: list[WarningEvent] = []
     module(target).render_request([], HEADERS[target], warnings=warnings)
     assert [w.code for w in warnings] == ["empty_history"]
+
+
+@pytest.mark.parametrize(
+    "raw", ['{"a":1e+16}', '{"a":NaN}', '{"a": 1}', '{"b":"Z\\u00fcrich"}', "not json"]
+)
+def test_call_arguments_the_compact_encoding_would_change_keep_their_text(raw: str) -> None:
+    """What json_arguments sends back is the model's own text whenever encoding the
+    parsed arguments would not give it (a float's spelling, NaN, spaces, escapes)."""
+    from adapters._render import json_arguments, parse_arguments
+
+    arguments, kept = parse_arguments(raw)
+    part = ToolCallPart(id="c", name="f", arguments=arguments, arguments_raw=kept)
+    assert json_arguments(part) == raw
+    compact = '{"a":1,"b":"Zürich"}'
+    assert parse_arguments(compact) == ({"a": 1, "b": "Zürich"}, None)
