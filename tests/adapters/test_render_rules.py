@@ -598,14 +598,10 @@ def _rounds(*call_ids: str) -> list[Message]:
     return messages
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_rule_8_an_id_reused_in_a_later_round_is_made_unique(target: str) -> None:
-    """Kimi numbers calls per response (``functions.search:0`` every round): each
-    round's call and result stay paired under an id of their own; Anthropic would
-    refuse the request otherwise ("tool_use ids must be unique")."""
-    messages = _rounds("functions.search:0", "functions.search:0", "other", "functions.search:0")
-    kwargs, warnings = render(target, messages)
-    wire = history(kwargs)
+def _calls_and_results(
+    target: str, wire: list[dict[str, Any]]
+) -> tuple[list[str], list[tuple[str, Any]]]:
+    """The tool call ids of a rendered history, and its results as (call id, content)."""
     if target == "anthropic":
         calls = [b["id"] for m in wire for b in m["content"] if b.get("type") == "tool_use"]
         results = [
@@ -620,6 +616,17 @@ def test_rule_8_an_id_reused_in_a_later_round_is_made_unique(target: str) -> Non
     else:
         calls = [i["call_id"] for i in wire if i.get("type") == "function_call"]
         results = [(i["call_id"], i["output"]) for i in wire if "output" in i]
+    return calls, results
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_rule_8_an_id_reused_in_a_later_round_is_made_unique(target: str) -> None:
+    """Kimi numbers calls per response (``functions.search:0`` every round): each
+    round's call and result stay paired under an id of their own; Anthropic would
+    refuse the request otherwise ("tool_use ids must be unique")."""
+    messages = _rounds("functions.search:0", "functions.search:0", "other", "functions.search:0")
+    kwargs, warnings = render(target, messages)
+    calls, results = _calls_and_results(target, history(kwargs))
     assert len(set(calls)) == 4
     assert results == list(zip(calls, ["found 0", "found 1", "found 2", "found 3"], strict=True))
     if target == "openai-responses":  # '#' is a printable character: no mapping needed
@@ -652,21 +659,7 @@ def test_rule_8_calls_sharing_an_id_in_one_message_each_keep_their_result(
     dropped as an orphan (before: one tool_use id twice, and the second result lost)."""
     messages = [user("weather?"), *_shared_id_round(call_id, ("Paris", "Rome", "Oslo"))]
     kwargs, warnings = render(target, messages)
-    wire = history(kwargs)
-    if target == "anthropic":
-        calls = [b["id"] for m in wire for b in m["content"] if b.get("type") == "tool_use"]
-        results = [
-            (b["tool_use_id"], b["content"])
-            for m in wire
-            for b in m["content"]
-            if b.get("type") == "tool_result"
-        ]
-    elif target == "openai-chat":
-        calls = [c["id"] for m in wire for c in m.get("tool_calls", [])]
-        results = [(m["tool_call_id"], m["content"]) for m in wire if m["role"] == "tool"]
-    else:
-        calls = [i["call_id"] for i in wire if i.get("type") == "function_call"]
-        results = [(i["call_id"], i["output"]) for i in wire if "output" in i]
+    calls, results = _calls_and_results(target, history(kwargs))
     assert len(set(calls)) == 3 and all(calls)
     answers = ["Paris: sunny", "Rome: sunny", "Oslo: sunny"]
     assert results == list(zip(calls, answers, strict=True))
