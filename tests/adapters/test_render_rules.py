@@ -994,6 +994,14 @@ def test_settings_a_tool_choice_with_no_equivalent_is_named_in_a_warning() -> No
 
 
 _GRAMMAR = {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}
+_CHAT_CUSTOM_TOOL = {
+    "type": "custom",
+    "custom": {
+        "name": "patch",
+        "description": "Apply.",
+        "format": {"type": "grammar", "grammar": {"syntax": "lark", "definition": "start: /.+/"}},
+    },
+}
 
 
 @pytest.mark.parametrize(
@@ -1005,17 +1013,7 @@ _GRAMMAR = {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}
         ),
         (
             "chat",
-            {
-                "type": "custom",
-                "custom": {
-                    "name": "patch",
-                    "description": "Apply.",
-                    "format": {
-                        "type": "grammar",
-                        "grammar": {"syntax": "lark", "definition": "start: /.+/"},
-                    },
-                },
-            },
+            _CHAT_CUSTOM_TOOL,
         ),
     ],
 )
@@ -1030,17 +1028,7 @@ def test_custom_tools_keep_their_description_and_grammar(
         ][0]
         for target in TARGETS
     }
-    assert tools["openai-chat"] == {
-        "type": "custom",
-        "custom": {
-            "name": "patch",
-            "description": "Apply.",
-            "format": {
-                "type": "grammar",
-                "grammar": {"syntax": "lark", "definition": "start: /.+/"},
-            },
-        },
-    }
+    assert tools["openai-chat"] == _CHAT_CUSTOM_TOOL
     assert tools["openai-responses"] == {
         "type": "custom",
         "name": "patch",
