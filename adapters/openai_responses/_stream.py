@@ -630,6 +630,7 @@ class OpenAIResponsesAdapter(Adapter):
                     stop_reason,
                     native_type,
                     "partial" if status in ("failed", "cancelled") else "complete",
+                    logprobs=_text_logprobs(items),
                 )
             )
         if body.usage:
@@ -740,6 +741,8 @@ class OpenAIResponsesAdapter(Adapter):
         stop_reason: str | None,
         native_type: str,
         status: Literal["complete", "partial"],
+        *,
+        logprobs: dict[str, list[Any]] | None = None,
     ) -> AssistantMessageEvent:
         for part in content:
             if isinstance(part, ToolCallPart):
@@ -753,6 +756,7 @@ class OpenAIResponsesAdapter(Adapter):
             provenance=response.provenance,
             stop_reason=stop_reason,
             status=status,
+            logprobs=logprobs,
         )
 
     @staticmethod
@@ -1096,3 +1100,18 @@ def _holds_event_line(lines: list[bytes]) -> bool:
             if isinstance(item, Mapping) and isinstance(item.get("type"), str):
                 return True
     return False
+
+
+def _text_logprobs(items: list[dict[str, Any]]) -> dict[str, list[Any]] | None:
+    """The token log probabilities of the response's ``output_text`` parts (present
+    with ``include=["message.output_text.logprobs"]``), in order, in the shape Chat
+    gives them (``{"content": [...]}``); None when there are none."""
+    tokens = [
+        token
+        for item in items
+        if item.get("type") == "message"
+        for content in item.get("content") or []
+        if isinstance(content, dict) and content.get("type") == "output_text"
+        for token in content.get("logprobs") or []
+    ]
+    return {"content": tokens} if tokens else None

@@ -599,3 +599,60 @@ def test_cli_import_then_derive(tmp_path: Path, capsys: pytest.CaptureFixture[st
         assert [type(p).__name__ for p in message.content] == ["ThinkingPart", "ToolCallPart"]
     finally:
         opened.close()
+
+
+def test_output_text_logprobs_are_kept_whole_and_streamed() -> None:
+    """With ``include=["message.output_text.logprobs"]`` each ``output_text`` carries its
+    tokens; the message keeps them as Chat's do (``{"content": [...]}``)."""
+    tokens = [{"token": "Hi", "logprob": -0.01, "bytes": [72, 105], "top_logprobs": []}]
+    item = {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": "Hi", "annotations": [], "logprobs": tokens}],
+    }
+    response = {
+        "id": "resp_1",
+        "object": "response",
+        "status": "completed",
+        "model": "gpt-4.1",
+        "output": [item],
+        "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
+    }
+    stream = [
+        {
+            "type": "response.created",
+            "sequence_number": 0,
+            "response": {**response, "status": "in_progress", "output": []},
+        },
+        {
+            "type": "response.output_item.added",
+            "sequence_number": 1,
+            "output_index": 0,
+            "item": {**item, "content": [], "status": "in_progress"},
+        },  # fmt: skip
+        {
+            "type": "response.output_text.delta",
+            "sequence_number": 2,
+            "output_index": 0,
+            "item_id": "msg_1",
+            "content_index": 0,
+            "delta": "Hi",
+            "logprobs": tokens,
+        },  # fmt: skip
+        {
+            "type": "response.output_item.done",
+            "sequence_number": 3,
+            "output_index": 0,
+            "item": item,
+        },  # fmt: skip
+        {"type": "response.completed", "sequence_number": 4, "response": response},
+    ]
+    for data in (json.dumps(response).encode(), sse(stream)):
+        (message,) = of_type(run(data), AssistantMessageEvent)
+        assert message.logprobs == {"content": tokens}
+    (plain,) = of_type(
+        run(fixture_body("stream_function_call_then_text.json")), AssistantMessageEvent
+    )
+    assert plain.logprobs is None
