@@ -539,6 +539,7 @@ class ClaudeCodeAdapter(Adapter):
                 duration_ms=duration if isinstance(duration, int) else None,
                 error=error,
                 stop_reason=line.get("stop_reason"),
+                native=dict(line),
             )
         )
         self._turn_open = False

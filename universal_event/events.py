@@ -199,6 +199,9 @@ class TurnEndEvent(EventBase, tag="turn/end", kw_only=True, frozen=True):
     duration_ms: int | None = None
     error: str | None = None
     stop_reason: str | None = None
+    native: dict[str, Any] | None = None
+    """The runtime's own end-of-turn report, where it has one (Claude Code's ``result``
+    line: permission denials, usage per model, API time), kept whole."""
 
 
 class StepStartEvent(EventBase, tag="step/start", kw_only=True, frozen=True):
@@ -246,6 +249,9 @@ class AssistantMessageEvent(EventBase, tag="assistant/message", kw_only=True, fr
     message_id: str | None = None
     provenance: Provenance | None = None
     stop_reason: str | None = None
+    stop_sequence: str | None = None
+    """The stop sequence that ended the message (Anthropic, ``stop_reason:
+    "stop_sequence"``): which of the request's sequences matched."""
     status: Literal["complete", "partial"] = "complete"
     surface: Surface | None = None
     choice: int | None = None

@@ -749,6 +749,7 @@ class AnthropicAdapter(Adapter):
                     message_id=message.id,
                     provenance=message.provenance,
                     stop_reason=message.stop_reason,
+                    stop_sequence=message.stop_sequence,
                     status="complete" if complete else "partial",
                 )
             )

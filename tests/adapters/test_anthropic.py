@@ -326,6 +326,14 @@ def test_raw_bytes_fast_path_equals_the_sdk_path(name: str) -> None:
         ]
 
 
+def test_the_matched_stop_sequence_is_kept_sdk_and_bytes() -> None:
+    interaction = recorded("stream_prefill_stop_sequence.json")["interactions"][0]
+    adapter = AnthropicAdapter()
+    for events in (_via_sdk(interaction), adapter.feed(sse_body(interaction)) + adapter.close()):
+        (message,) = [e for e in events if isinstance(e, AssistantMessageEvent)]
+        assert message.stop_reason == "stop_sequence" and message.stop_sequence == "```"
+
+
 def test_thinking_signature_and_empty_tool_input() -> None:
     interaction = recorded("stream_thinking_tooluse_signature_replay.json")["interactions"][0]
     events = _via_sdk(interaction)

@@ -107,6 +107,9 @@ def test_tool_turn_stream_json() -> None:
         54,
     )
     assert end.cost_usd == pytest.approx(0.134055) and end.duration_ms == 532
+    # the result line is kept whole: what has no field (denials, per-model usage, API time)
+    assert end.native is not None and end.native["type"] == "result"
+    assert {"permission_denials", "modelUsage", "duration_api_ms"} <= set(end.native)
 
 
 def test_failed_tool_result_keeps_the_string_tool_use_result() -> None:
