@@ -72,7 +72,10 @@ from universal_event.events import (
     StepStartEvent,
     ToolOutputEvent,
     ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
     TurnStatus,
+    Usage,
     UsageEvent,
     WarningEvent,
 )
@@ -261,6 +264,9 @@ class OpenAIResponsesAdapter(Adapter):
         self._id_prefix = uuid.uuid4().hex[:20]
         self._id_count = 0
         self._fed_at = 0.0
+        self._turn_open = False
+        self._turn_usage: Usage | None = None
+        """The open turn's usage so far (its responses summed): the ``turn/end``'s."""
 
     # ------------------------------------------------------------------ public API
 
@@ -590,11 +596,48 @@ class OpenAIResponsesAdapter(Adapter):
         return events
 
     def _start(self, body: wire.ResponseObject, native_type: str, events: list[Event]) -> _Response:
+        """A response is a step; the first of a turn opens it (a turn goes on while its
+        responses end in function calls, the caller's tool results feeding the next)."""
         response = _Response(body.id, body.model)
         self._response = response
         self._sources.clear()
+        if not self._turn_open:
+            self._turn_open = True
+            self._turn_usage = None
+            # named after its first response (the API's id), else made up
+            self.turn_id = (
+                f"turn-{body.id}" if body.id else f"turn-{self._id_prefix}{self._id_count:x}"
+            )
+            self.step = 0
+            events.append(self._event(TurnStartEvent, native_type, body.id))
+        else:
+            self.step = 0 if self.step is None else self.step + 1
         events.append(self._event(StepStartEvent, native_type, body.id))
         return response
+
+    def _end_turn(
+        self,
+        events: list[Event],
+        native_type: str,
+        response: _Response,
+        status: TurnStatus,
+        stop_reason: str | None,
+    ) -> None:
+        """``turn/end`` with the turn's usage; the adapter's next response opens a turn."""
+        events.append(
+            self._event(
+                TurnEndEvent,
+                native_type,
+                response.id,
+                status=status,
+                usage=self._turn_usage,
+                stop_reason=stop_reason,
+            )
+        )
+        self._turn_open = False
+        self._turn_usage = None
+        self.turn_id = None
+        self.step = None
 
     def _on_response_body(self, raw: Mapping[str, Any]) -> list[Event]:
         """A non-streamed Response object: the same events a stream ends with."""
@@ -634,12 +677,14 @@ class OpenAIResponsesAdapter(Adapter):
                 )
             )
         if body.usage:
+            usage = openai_usage(body.usage)
+            self._turn_usage = usage if self._turn_usage is None else self._turn_usage + usage
             events.append(
                 self._event(
                     UsageEvent,
                     native_type,
                     response.id,
-                    usage=openai_usage(body.usage),
+                    usage=usage,
                     message_id=response.id,
                     model=response.model,
                 )
@@ -661,6 +706,9 @@ class OpenAIResponsesAdapter(Adapter):
                 stop_reason=stop_reason,
             )
         )
+        calls_tools = any(isinstance(part, ToolCallPart) for part in content)
+        if step_status != "completed" or not calls_tools:
+            self._end_turn(events, native_type, response, step_status, stop_reason)
         return events
 
     def _terminal_errors(
@@ -723,15 +771,12 @@ class OpenAIResponsesAdapter(Adapter):
                     retryable=True,
                 )
             )
+        status: TurnStatus = "failed" if failed else "interrupted"
+        stop_reason = "failed" if failed else None
         events.append(
-            self._event(
-                StepEndEvent,
-                "close",
-                response.id,
-                status="failed" if failed else "interrupted",
-                stop_reason="failed" if failed else None,
-            )
+            self._event(StepEndEvent, "close", response.id, status=status, stop_reason=stop_reason)
         )
+        self._end_turn(events, "close", response, status, stop_reason)
         return events
 
     def _message(

@@ -791,4 +791,4 @@ def test_log_round_trip_keeps_every_event() -> None:
     Replay(load("stream_web_search_call.json")["interactions"][0]).typed(adapter, log=log)
     events = log.events()
     assert [e.seq for e in events] == list(range(len(events)))
-    assert msgspec.json.decode(codec.encode_lines(events).splitlines()[-1])["type"] == "step/end"
+    assert msgspec.json.decode(codec.encode_lines(events).splitlines()[-1])["type"] == "turn/end"

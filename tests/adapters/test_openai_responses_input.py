@@ -31,6 +31,8 @@ from universal_event.events import (
     StepStartEvent,
     ToolOutputEvent,
     ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
     UsageEvent,
     WarningEvent,
 )
@@ -167,7 +169,7 @@ def test_registry_and_normalize_bytes() -> None:
     assert isinstance(create_adapter("openai-responses"), OpenAIResponsesAdapter)
     events = normalize_bytes("openai-responses", fixture_body("stream_mcp_call.json"))
     assert len(of_type(events, AssistantMessageEvent)) == 1
-    assert isinstance(events[-1], StepEndEvent)
+    assert isinstance(events[-2], StepEndEvent) and isinstance(events[-1], TurnEndEvent)
 
 
 # ----------------------------------------------------------------------- bad input
@@ -388,7 +390,7 @@ def test_output_item_types_map_as_documented() -> None:
             {"type": "brand_new_item", "id": "new_1"},
         ],
     }
-    (_, message, _) = OpenAIResponsesAdapter().feed(body)
+    (message,) = of_type(OpenAIResponsesAdapter().feed(body), AssistantMessageEvent)
     assert isinstance(message, AssistantMessageEvent)
     search, shell, result, new = message.content
     assert isinstance(search, ServerToolCallPart) and (search.name, search.input) == (
@@ -545,7 +547,9 @@ def test_atap_with_the_async_client() -> None:
     events = log.events()
     (message,) = of_type(events, AssistantMessageEvent)
     assert [type(p) for p in message.content] == [ThinkingPart, ToolCallPart]
-    assert isinstance(events[0], StepStartEvent) and isinstance(events[-1], StepEndEvent)
+    assert isinstance(events[0], TurnStartEvent) and isinstance(events[1], StepStartEvent)
+    # the response ends in a function call: the turn goes on (the caller runs the tool)
+    assert isinstance(events[-1], StepEndEvent)
     assert all(e.session_id == log.session_id for e in events)
 
 
@@ -572,7 +576,7 @@ def test_cli_normalize_stream_and_body(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["normalize", "--from", "openai-responses", str(stream_file)]) == 0
     events = codec.decode_lines(capsys.readouterr().out.encode())
     types = [e.__struct_config__.tag for e in events]
-    assert types[0] == "step/start" and types[-1] == "step/end"
+    assert types[:2] == ["turn/start", "step/start"] and types[-2:] == ["step/end", "turn/end"]
     assert types.count("assistant/message") == 1 and "usage" in types
 
     body_file = tmp_path / "body.json"
@@ -656,3 +660,43 @@ def test_output_text_logprobs_are_kept_whole_and_streamed() -> None:
         run(fixture_body("stream_function_call_then_text.json")), AssistantMessageEvent
     )
     assert plain.logprobs is None
+
+
+def test_a_tool_loop_over_two_responses_is_one_turn_of_two_steps() -> None:
+    """As the other adapters do: a response ending in function calls leaves the turn
+    open (the caller runs the tools, the next response goes on); the turn ends with the
+    responses' usage summed."""
+    from universal_event.events import UsageEvent
+
+    interactions = json.loads((FIXTURES / "stream_function_call_then_text.json").read_text())[
+        "interactions"
+    ]
+    adapter = OpenAIResponsesAdapter()
+    events: list[Event] = []
+    for index, _ in enumerate(interactions):
+        events += adapter.feed(fixture_body("stream_function_call_then_text.json", index))
+        events += adapter.close()
+    life = [
+        (e.__struct_config__.tag, e.step)
+        for e in events
+        if isinstance(e, TurnStartEvent | StepStartEvent | StepEndEvent | TurnEndEvent)
+    ]
+    assert life == [
+        ("turn/start", 0),
+        ("step/start", 0),
+        ("step/end", 0),
+        ("step/start", 1),
+        ("step/end", 1),
+        ("turn/end", 1),
+    ]
+    assert len({e.turn_id for e in events}) == 1
+    (end,) = of_type(events, TurnEndEvent)
+    usages = [e.usage for e in of_type(events, UsageEvent)]
+    assert end.usage is not None and len(usages) == 2
+    assert end.usage.input_tokens == sum(u.input_tokens for u in usages)
+    # a response cut before its end closes its turn as interrupted
+    adapter = OpenAIResponsesAdapter()
+    body = fixture_body("stream_function_call_then_text.json", 1)
+    cut = adapter.feed(body[: body.index(b"response.completed")]) + adapter.close()
+    assert of_type(cut, TurnStartEvent)
+    assert [e.status for e in of_type(cut, TurnEndEvent)] == ["interrupted"]
