@@ -60,6 +60,7 @@ from universal_event.events import (
     SurfaceEvent,
     ToolResultEvent,
     TurnEndEvent,
+    TurnStartEvent,
     UserMessageEvent,
 )
 from universal_event.messages import Message
@@ -553,8 +554,19 @@ class SessionLog:
         return repair_log(self, reason=reason)
 
     def turn_boundaries(self) -> list[tuple[str | None, int]]:
-        """(turn id, seq of its ``turn/end``) of every finished turn, in order."""
-        return [(e.turn_id, e.seq) for e in self._events if isinstance(e, TurnEndEvent)]
+        """(turn id, seq of its ``turn/end``) of every finished turn after which no turn
+        is open, in order: the end of a sub-agent's turn inside another turn is no
+        boundary (a fork there would leave the outer turn and its tool call open)."""
+        boundaries: list[tuple[str | None, int]] = []
+        open_turns: set[str | None] = set()
+        for event in self._events:
+            if isinstance(event, TurnStartEvent):
+                open_turns.add(event.turn_id)
+            elif isinstance(event, TurnEndEvent):
+                open_turns.discard(event.turn_id)
+                if not open_turns:
+                    boundaries.append((event.turn_id, event.seq))
+        return boundaries
 
     def fork(
         self, new_session_id: str | None = None, *, after_turn: str | None = None

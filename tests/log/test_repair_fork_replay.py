@@ -194,6 +194,20 @@ def test_fork_defaults_to_the_last_finished_turn_and_refuses_mid_turn() -> None:
         SessionLog().fork()
 
 
+def test_the_end_of_a_sub_agent_turn_inside_another_is_no_fork_point() -> None:
+    from universal_event.events import TurnEndEvent, TurnStartEvent
+
+    log = SessionLog()
+    log.append(TurnStartEvent(turn_id="outer"))
+    log.append(TurnStartEvent(turn_id="sub", parent_id="task_1"))
+    log.append(TurnEndEvent(turn_id="sub", parent_id="task_1"))
+    with pytest.raises(ForkError, match="'sub'"):
+        log.fork(after_turn="sub")
+    log.append(TurnEndEvent(turn_id="outer"))
+    assert [turn for turn, _ in log.turn_boundaries()] == ["outer"]
+    assert log.fork().next_seq == 4
+
+
 # ---------------------------------------------------------------- replay
 
 
