@@ -1273,8 +1273,10 @@ def parse_arguments(raw: str) -> tuple[Any, str | None]:
         return None, raw
     try:  # as json_arguments will encode it back
         compact = _JSON.encode(arguments).decode()
-    except (TypeError, ValueError, OverflowError):  # an integer over 64 bits, say
-        return arguments, raw
+    except (TypeError, ValueError, OverflowError):
+        # Nothing the log could store either: a lone surrogate (``"\ud83d"``, half an
+        # emoji) decodes but cannot be encoded. The text alone is kept.
+        return None, raw
     return arguments, None if compact == raw else raw
 
 

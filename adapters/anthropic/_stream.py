@@ -857,9 +857,10 @@ def _arguments(block: _Block) -> tuple[Any, str | None]:
     if not raw.strip():
         start_input = block.native.get("input")
         return (start_input if start_input is not None else {}), None
-    try:
-        return json.loads(raw), None
-    except ValueError:
+    try:  # msgspec, not json: a lone surrogate escape ("\ud83d") would decode into
+        # a string no store can encode, and wedge every later checkpoint
+        return _raw_decoder.decode(raw), None
+    except msgspec.DecodeError:
         return None, raw
 
 

@@ -400,3 +400,49 @@ def test_turns_and_steps_are_synthesised() -> None:
         "step/end",
         "turn/end",
     ]
+
+
+def test_streamed_tool_input_with_a_lone_surrogate_is_kept_as_text() -> None:
+    """A streamed ``input_json`` holding half an emoji (``\\ud83d``) is kept as its text;
+    parsed, it would be a string no store can encode (every checkpoint would fail)."""
+    from universal_event import codec
+
+    frames = [
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-x",
+                "content": [],
+                "stop_reason": None,
+                "usage": {"input_tokens": 1, "output_tokens": 0},
+            },
+        },  # fmt: skip
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "note", "input": {}},
+        },  # fmt: skip
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": '{"text":"x\\ud83d"}'},
+        },  # fmt: skip
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use"},
+            "usage": {"output_tokens": 5},
+        },  # fmt: skip
+        {"type": "message_stop"},
+    ]
+    data = "".join(f"event: {f['type']}\ndata: {json.dumps(f)}\n\n" for f in frames).encode()
+    adapter = AnthropicAdapter()
+    events = adapter.feed(data) + adapter.close()
+    (message,) = [e for e in events if isinstance(e, AssistantMessageEvent)]
+    (call,) = message.content
+    assert isinstance(call, ToolCallPart)
+    assert (call.arguments, call.arguments_raw) == (None, '{"text":"x\\ud83d"}')
+    assert all(codec.encode(event) for event in events)

@@ -1183,3 +1183,16 @@ def test_call_arguments_the_compact_encoding_would_change_keep_their_text(raw: s
     assert json_arguments(part) == raw
     compact = '{"a":1,"b":"Zürich"}'
     assert parse_arguments(compact) == ({"a": 1, "b": "Zürich"}, None)
+
+
+def test_call_arguments_with_a_lone_surrogate_are_kept_as_text_the_log_can_store() -> None:
+    """Half an emoji (``\\ud83d``) decodes with json but cannot be encoded: the text is
+    kept alone, so the event stores (it wedged every checkpoint after it)."""
+    from adapters._render import parse_arguments
+    from universal_event import codec
+
+    raw = '{"note":"x\\ud83d"}'
+    arguments, kept = parse_arguments(raw)
+    assert (arguments, kept) == (None, raw)
+    part = ToolCallPart(id="c", name="f", arguments=arguments, arguments_raw=kept)
+    assert codec.encode(AssistantMessageEvent(content=[part]))
