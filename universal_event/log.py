@@ -43,6 +43,7 @@ from universal_event.errors import (
     CheckpointError,
     ConflictError,
     CorruptEventError,
+    DecodeError,
     SessionNotFoundError,
     SurfaceError,
     UniversalEventError,
@@ -80,6 +81,20 @@ _in_tool: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
     "universal_event_in_tool", default=frozenset()
 )
 """Ids of the logs whose ``before_tool`` guard the current thread / task is inside."""
+
+_storable = msgspec.json.Encoder()
+
+
+def _check_storable(event: EventBase) -> None:
+    """DecodeError unless the event can be encoded as a store will: a value no JSON
+    holds (a lone surrogate from a file name, an object in an ``Any`` field) refused
+    here, naming the event, rather than failing every checkpoint after it."""
+    try:
+        _storable.encode(event)
+    except (TypeError, ValueError, OverflowError) as exc:
+        tag = type(event).__struct_config__.tag
+        raise DecodeError(f"{tag} event cannot be stored: {exc}") from exc
+
 
 _live_logs: dict[tuple[int, str], weakref.WeakSet[SessionLog]] = {}
 """(store, session) → its live logs in this process (more than one may be open; each
@@ -282,6 +297,7 @@ class SessionLog:
             logged = self._envelope(event, surface)
             if isinstance(logged, _SURFACE_CLASSES):
                 self._view.check(logged)
+            _check_storable(logged)
             self._record(cast(Event, logged))
             return logged
 

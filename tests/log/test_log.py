@@ -418,3 +418,23 @@ def test_the_type_checker_refuses_a_surface_intent_on_other_types(tmp_path: Path
     assert status == 1, (out, err)
     errors = [line for line in out.splitlines() if ": error:" in line]
     assert len(errors) == 1 and errors[0].startswith("<string>:5:"), out
+
+
+def test_an_event_no_store_can_encode_is_refused_at_append() -> None:
+    """A lone surrogate (a file name os.listdir could not decode), an object in an
+    ``Any`` field: refused with a typed error naming the event, nothing taken; before,
+    it was buffered and every checkpoint after it failed."""
+    from universal_event.errors import DecodeError
+    from universal_event.events import ToolCallEvent
+
+    store = MemoryStore()
+    log = SessionLog(store, "s")
+    for bad in (
+        user("caf\udce9.txt"),
+        ToolCallEvent(call_id="c", name="f", arguments={"when": object()}),
+    ):
+        with pytest.raises(DecodeError, match="cannot be stored"):
+            log.append(bad)
+    assert len(log) == 0 and log.pending == 0
+    log.append(user("fine"))
+    assert log.checkpoint() == 1
