@@ -384,3 +384,19 @@ def test_repair_refuses_a_session_another_process_is_writing(durable_kit: StoreK
     closed = repair(store, "busy")
     assert [e.__struct_config__.tag for e in closed][0] == "turn/end"
     store.close()
+
+
+def test_live_locks_leave_no_file_behind_and_refuse_a_second_holder(tmp_path: Path) -> None:
+    from universal_event.stores._base import LiveLocks
+
+    locks = LiveLocks(tmp_path / ".live")
+    release = locks.hold("s/1")
+    assert release is not None
+    assert locks.hold("s/1") is None  # one holder at a time (another descriptor here)
+    assert locks.held_elsewhere("s/1")
+    release()
+    assert not locks.held_elsewhere("s/1")
+    assert list((tmp_path / ".live").iterdir()) == []
+    again = locks.hold("s/1")
+    assert again is not None
+    again()

@@ -512,22 +512,32 @@ class LiveLocks:
 
     def hold(self, session_id: str) -> Callable[[], None] | None:
         """Take the session's lock; returns its release, or None when another writer
-        has it (or it cannot be made)."""
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self._path(session_id), os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError:
-            return None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        has it (or it cannot be made).
+
+        The release removes the file (a store of many sessions keeps no file per
+        session ever written), still holding the lock; so a lock taken here is kept only
+        if the path still names the file locked (else another writer removed it
+        between this open and this lock, and the path is tried again).
+        """
+        path = self._path(session_id)
+        for _attempt in range(3):
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError:
+                return None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:  # another writer holds it
+                os.close(fd)
+                return None
+            try:
+                if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                    return _releaser(fd, path)
+            except OSError:  # the path went away meanwhile
+                pass
             os.close(fd)
-            return None
-
-        def release() -> None:
-            os.close(fd)  # closing the descriptor drops its lock
-
-        return release
+        return None
 
     def held_elsewhere(self, session_id: str) -> bool:
         """Whether a live writer (another process, or another log here) holds the lock."""
@@ -544,3 +554,14 @@ class LiveLocks:
         finally:
             os.close(fd)
         return False
+
+
+def _releaser(fd: int, path: Path) -> Callable[[], None]:
+    def release() -> None:
+        try:
+            os.unlink(path)  # while still locked: nobody takes a file about to go
+        except OSError:
+            pass
+        os.close(fd)  # closing the descriptor drops its lock
+
+    return release
