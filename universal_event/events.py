@@ -372,6 +372,10 @@ class UsageEvent(EventBase, tag="usage", kw_only=True, frozen=True):
     message_id: str | None = None
     model: str | None = None
     cost_usd: float | None = None
+    service_tier: str | None = None
+    """The processing tier the request ran in, which sets its price (OpenAI
+    ``service_tier``: ``default``, ``flex``, ``priority``...; Anthropic
+    ``usage.service_tier``)."""
 
 
 class ErrorEvent(EventBase, tag="error", kw_only=True, frozen=True):

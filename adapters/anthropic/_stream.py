@@ -764,6 +764,7 @@ class AnthropicAdapter(Adapter):
                     usage=usage,
                     message_id=message.id,
                     model=message.model,
+                    service_tier=_service_tier(usage_native),
                 )
             )
             self._turn_usage = usage if self._turn_usage is None else self._turn_usage + usage
@@ -933,3 +934,8 @@ def block_part(block: _Block, provenance: Provenance) -> AssistantPart | None:
             provenance=provenance,
         )
     return None
+
+
+def _service_tier(usage: Any) -> str | None:
+    tier = usage.get("service_tier") if isinstance(usage, dict) else None
+    return tier if isinstance(tier, str) else None

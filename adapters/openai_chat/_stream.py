@@ -177,6 +177,7 @@ class _Response:
         "native_type",
         "pending_usage",
         "provenance",
+        "service_tier",
     )
 
     def __init__(self, response_id: str, model: str, native_type: str) -> None:
@@ -186,6 +187,7 @@ class _Response:
         self.provenance = Provenance(provider="openai", api="chat", model=model or None)
         self.choices: dict[int, _ChoiceState] = {}
         self.pending_usage: dict[str, Any] | None = None
+        self.service_tier: str | None = None
         self.failed = False
         self.error: str | None = None
 
@@ -407,7 +409,7 @@ class OpenAIChatAdapter(Adapter):
             return
         if not body.choices:
             if body.usage is not None:
-                self._on_usage(body.usage, out, body.id, body.model)
+                self._on_usage(body.usage, out, body.id, body.model, body.service_tier)
             else:
                 reason = "chunk without choices or usage (e.g. a moderation result)"
                 out.append(self._unknown(_as_object(raw), reason, body.object or None))
@@ -416,6 +418,7 @@ class OpenAIChatAdapter(Adapter):
             self._on_completion(body, out)
             return
         response = self._response_for(body, out)
+        response.service_tier = body.service_tier or response.service_tier
         for choice in body.choices:
             self._on_choice_delta(response, choice, out)
         if body.usage is not None:
@@ -481,7 +484,9 @@ class OpenAIChatAdapter(Adapter):
                 )
             )
         if response.pending_usage is not None:
-            self._on_usage(response.pending_usage, out, response.id, response.model)
+            self._on_usage(
+                response.pending_usage, out, response.id, response.model, response.service_tier
+            )
         status: TurnStatus = (
             "failed" if response.failed else "interrupted" if unfinished else "completed"
         )
@@ -508,6 +513,7 @@ class OpenAIChatAdapter(Adapter):
         if self._response is not None:
             self._end_response(out)
         response = self._begin_response(body.id, body.model, COMPLETION, out)
+        response.service_tier = body.service_tier
         for choice in body.choices:
             state = response.choice(choice.index)
             message = choice.message or Delta()
@@ -731,11 +737,17 @@ class OpenAIChatAdapter(Adapter):
     # ------------------------------------------------------------ usage and errors
 
     def _on_usage(
-        self, native: dict[str, Any], out: list[Event], response_id: str, model: str
+        self,
+        native: dict[str, Any],
+        out: list[Event],
+        response_id: str,
+        model: str,
+        service_tier: str | None,
     ) -> None:
         response = self._response
         if response is not None:
             response.pending_usage = None
+            service_tier = service_tier or response.service_tier
         usage = openai_usage(native)
         self._turn_usage = usage if self._turn_usage is None else self._turn_usage + usage
         out.append(
@@ -746,6 +758,7 @@ class OpenAIChatAdapter(Adapter):
                 model=model or None,
                 usage=usage,
                 message_id=response_id or None,
+                service_tier=service_tier,
             )
         )
 

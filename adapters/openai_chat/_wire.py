@@ -101,6 +101,7 @@ class ChatBody(msgspec.Struct, kw_only=True):
     model: str = ""
     choices: list[Choice] = []
     usage: dict[str, Any] | None = None
+    service_tier: str | None = None
     error: Any = None
 
 

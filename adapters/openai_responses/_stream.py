@@ -687,6 +687,7 @@ class OpenAIResponsesAdapter(Adapter):
                     usage=usage,
                     message_id=response.id,
                     model=response.model,
+                    service_tier=body.service_tier,
                 )
             )
         events.extend(self._terminal_errors(response, body, status, native_type))

@@ -73,6 +73,7 @@ class ResponseObject(msgspec.Struct, kw_only=True):
     error: dict[str, Any] | None = None
     incomplete_details: dict[str, Any] | None = None
     background: bool | None = None
+    service_tier: str | None = None
 
 
 class _Wire(msgspec.Struct, kw_only=True, tag_field="type"):

@@ -14,6 +14,7 @@ from adapters import create_adapter
 from universal_event.events import AssistantMessageEvent, Event, NativeUnknownEvent
 
 CAPTURED = Path(__file__).parent.parent / "fixtures" / "captured"
+RECORDED = Path(__file__).parent.parent / "fixtures" / "recorded"
 
 
 def _sse(*events: dict[str, Any]) -> bytes:
@@ -157,3 +158,32 @@ def test_bytes_that_are_not_utf8_are_kept_whole(runtime: str) -> None:
     )
     assert recovered == bytes(range(128, 256))
     assert not any("\ufffd" in str(e.payload) for e in kept)
+
+
+@pytest.mark.parametrize(
+    ("runtime", "fixture", "tier"),
+    [
+        ("anthropic", "anthropic-messages/stream_parallel_tool_use.json", "standard"),
+        ("openai-chat", "openai-chat/stream_tool_call_then_text_usage.json", "default"),
+        (
+            "openai-responses",
+            "openai-responses/stream_reasoning_encrypted_function_call.json",
+            "flex",
+        ),
+    ],
+)
+def test_usage_says_which_service_tier_the_request_ran_in(
+    runtime: str, fixture: str, tier: str
+) -> None:
+    """The tier sets the price (OpenAI ``flex`` is half): a usage event names it."""
+    from universal_event.events import UsageEvent
+    from universal_event.ingest import normalize_bytes
+
+    interaction = json.loads((RECORDED / fixture).read_text())["interactions"][0]
+    body = interaction["response_body"]
+    if interaction["response_body_format"] == "sse-data-jsonl":
+        body = "".join(f"data: {line}\n\n" for line in body.splitlines() if line.strip())
+    elif not isinstance(body, str):
+        body = json.dumps(body)
+    usages = [e for e in normalize_bytes(runtime, body.encode()) if isinstance(e, UsageEvent)]
+    assert usages and {u.service_tier for u in usages} == {tier}
