@@ -23,7 +23,8 @@ is refused with :class:`LiveSessionError`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
@@ -179,8 +180,23 @@ def _refuse_if_written(store: Store, session_id: str) -> None:
             f"session {session_id!r} has a live writer in this process; refusing to repair"
         )
     has_live_writer = getattr(store, "has_live_writer", None)
-    if has_live_writer is not None and has_live_writer(session_id):
+    if has_live_writer is not None and _still_written(has_live_writer, session_id):
         raise LiveSessionError(
             f"session {session_id!r} is being written by another process (a run still "
             "going); refusing to repair: what it has not checkpointed yet would be lost"
         )
+
+
+def _still_written(has_live_writer: Callable[[str], bool], session_id: str) -> bool:
+    """Whether another process holds the session's live lock, and still does a second
+    later: a writer that just died may not have let go yet (PostgreSQL drops its lock
+    when the server notices the connection closed)."""
+    deadline = time.monotonic() + _GRACE_SECONDS
+    while has_live_writer(session_id):
+        if time.monotonic() >= deadline:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+_GRACE_SECONDS = 1.0

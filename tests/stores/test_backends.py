@@ -381,6 +381,11 @@ def test_repair_refuses_a_session_another_process_is_writing(durable_kit: StoreK
     finally:
         writer.kill()
         writer.wait()
+    # The system drops a dead process's lock at once; PostgreSQL when the server sees
+    # its connection close (a moment later).
+    deadline = time.monotonic() + 10
+    while store.has_live_writer("busy") and time.monotonic() < deadline:  # type: ignore[attr-defined]
+        time.sleep(0.05)
     closed = repair(store, "busy")
     assert [e.__struct_config__.tag for e in closed][0] == "turn/end"
     store.close()
