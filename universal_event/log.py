@@ -99,7 +99,6 @@ def _check_storable(event: EventBase) -> None:
 _live_logs: dict[tuple[int, str], weakref.WeakSet[SessionLog]] = {}
 """(store, session) → its live logs in this process (more than one may be open; each
 counts until it is closed or collected)."""
-"""(id(store), session id) → the live writer of that session in this process."""
 
 
 class ForkError(UniversalEventError, ValueError):

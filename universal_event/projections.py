@@ -312,8 +312,8 @@ class Projections:
             try:
                 self._states[name] = reducer(self._states[name], event)
             except Exception as exc:
-                self._failures[name] = ProjectionError(name, event.seq, exc)
-                self._failures[name].__cause__ = exc
+                failure = self._failures[name] = ProjectionError(name, event.seq, exc)
+                failure.__cause__ = exc
                 failed.append(name)
         for name in failed:
             del self._reducers[name]

@@ -41,6 +41,7 @@ __all__ = [
     "DECODE_BATCH",
     "READ_PAGE_SIZE",
     "Batches",
+    "FileLiveLocks",
     "LiveLocks",
     "SessionInfo",
     "Store",
@@ -554,6 +555,20 @@ class LiveLocks:
         finally:
             os.close(fd)
         return False
+
+
+class FileLiveLocks:
+    """``hold_live`` / ``has_live_writer`` for a store on this machine's files: its
+    :class:`LiveLocks` (None where there is no file, as for ``:memory:``)."""
+
+    _live_locks: LiveLocks | None
+
+    def hold_live(self, session_id: str) -> Callable[[], None] | None:
+        """Mark this process as the session's live writer; returns the release."""
+        return None if self._live_locks is None else self._live_locks.hold(session_id)
+
+    def has_live_writer(self, session_id: str) -> bool:
+        return self._live_locks is not None and self._live_locks.held_elsewhere(session_id)
 
 
 def _releaser(fd: int, path: Path) -> Callable[[], None]:

@@ -40,7 +40,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,7 @@ from universal_event.events import Event, EventBase
 from universal_event.stores._base import (
     DECODE_BATCH,
     Batches,
+    FileLiveLocks,
     LiveLocks,
     SessionInfo,
     TailByPolling,
@@ -113,7 +114,7 @@ class _Position(msgspec.Struct):
     offset: int
 
 
-class JsonlStore(TailByPolling):
+class JsonlStore(TailByPolling, FileLiveLocks):
     """Sessions as JSON-lines files in one directory. Thread- and process-safe."""
 
     def __init__(
@@ -373,14 +374,6 @@ class JsonlStore(TailByPolling):
             parent_id=header.parent_id,
             fork_seq=header.fork_seq,
         )
-
-    def hold_live(self, session_id: str) -> Callable[[], None] | None:
-        """Mark this process as the session's live writer (:class:`LiveLocks`, in
-        ``<dir>/.live/``); returns the release."""
-        return self._live_locks.hold(session_id)
-
-    def has_live_writer(self, session_id: str) -> bool:
-        return self._live_locks.held_elsewhere(session_id)
 
     def close(self) -> None:
         """Close the session files kept open for appending."""

@@ -32,7 +32,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Any, Literal
@@ -49,6 +49,7 @@ from universal_event.stores._base import (
     NO_END,
     READ_PAGE_SIZE,
     Batches,
+    FileLiveLocks,
     LiveLocks,
     SessionInfo,
     TailByPolling,
@@ -164,7 +165,7 @@ _READ_END = (
 """Where a session ends, in one snapshot: its row's count and its highest stored seq."""
 
 
-class SqliteStore(TailByPolling):
+class SqliteStore(TailByPolling, FileLiveLocks):
     """Sessions in one SQLite database file. Thread-safe; usable from many processes."""
 
     def __init__(
@@ -412,14 +413,6 @@ class SqliteStore(TailByPolling):
         if row is None:
             raise SessionNotFoundError(session_id)
         return session_info_of(row)
-
-    def hold_live(self, session_id: str) -> Callable[[], None] | None:
-        """Mark this process as the session's live writer (:class:`LiveLocks`, in
-        ``<file>.live/``); returns the release."""
-        return None if self._live_locks is None else self._live_locks.hold(session_id)
-
-    def has_live_writer(self, session_id: str) -> bool:
-        return self._live_locks is not None and self._live_locks.held_elsewhere(session_id)
 
     def close(self) -> None:
         with self._lock:
