@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable
-from typing import assert_never
+from typing import TypeGuard, assert_never
 
 from universal_event.errors import SurfaceError
 from universal_event.events import (
@@ -42,7 +42,7 @@ __all__ = ["SurfaceView", "derive_messages", "is_surface_event", "message_of"]
 _SURFACE_CLASSES = (UserMessageEvent, AssistantMessageEvent, ToolResultEvent)
 
 
-def is_surface_event(event: EventBase) -> bool:
+def is_surface_event(event: EventBase) -> TypeGuard[SurfaceEvent]:
     """True for the three event types that may reach the model."""
     return isinstance(event, _SURFACE_CLASSES)
 

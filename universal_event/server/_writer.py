@@ -76,10 +76,16 @@ class _SessionState:
     """Which seqs are on the surface: a posted replace intent is checked against it (a
     bad one stored would make the session fail to load everywhere)."""
 
-    def learn(self, event_id: str) -> None:
+    def take(self, event: Event) -> None:
+        """Take in a stored event: its id (and the key it was made from), its surface
+        intent; the next free seq follows it."""
+        event_id = event.id
         self.ids.add(event_id)
         if "~" in event_id and (keyed := _KEYED_ID.fullmatch(event_id)):
             self.keys.setdefault(keyed[1], keyed[2])
+        if is_surface_event(event):
+            self.surface.apply(event)
+        self.next_seq = event.seq + 1
 
 
 class SessionWriters:
@@ -96,10 +102,7 @@ class SessionWriters:
 
     def _catch_up(self, session_id: str, state: _SessionState) -> None:
         for event in self.store.read(session_id, state.next_seq):
-            state.learn(event.id)
-            state.next_seq = event.seq + 1
-            if is_surface_event(event):
-                state.surface.apply(event)  # type: ignore[arg-type]
+            state.take(event)
 
     def append(
         self,
@@ -126,7 +129,7 @@ class SessionWriters:
                 batch, duplicates = self._number(session_id, state, events)
                 for event in batch:  # against the surface before the batch: refused whole
                     if is_surface_event(event):
-                        state.surface.check(event)  # type: ignore[arg-type]
+                        state.surface.check(event)
                 if not batch and self.store.latest_seq(session_id) + 1 < state.next_seq:
                     self._forget(state)  # all "already stored", but the session was deleted
                     self._catch_up(session_id, state)
@@ -140,10 +143,7 @@ class SessionWriters:
                     self._catch_up(session_id, state)
                     continue
                 for event in batch:
-                    state.learn(event.id)
-                    if is_surface_event(event):
-                        state.surface.apply(event)  # type: ignore[arg-type]
-                state.next_seq += len(batch)
+                    state.take(event)
                 return AppendResult(batch, duplicates)
         raise StoreError(
             f"session {session_id!r}: gave up after {_MAX_CONFLICT_RETRIES} conflicting appends"
