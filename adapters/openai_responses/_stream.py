@@ -264,7 +264,6 @@ class OpenAIResponsesAdapter(Adapter):
         self._id_prefix = uuid.uuid4().hex[:20]
         self._id_count = 0
         self._fed_at = 0.0
-        self._turn_open = False
         self._turn_usage: Usage | None = None
         """The open turn's usage so far (its responses summed): the ``turn/end``'s."""
 
@@ -601,8 +600,7 @@ class OpenAIResponsesAdapter(Adapter):
         response = _Response(body.id, body.model)
         self._response = response
         self._sources.clear()
-        if not self._turn_open:
-            self._turn_open = True
+        if self.turn_id is None:  # no turn open
             self._turn_usage = None
             # named after its first response (the API's id), else made up
             self.turn_id = (
@@ -634,7 +632,6 @@ class OpenAIResponsesAdapter(Adapter):
                 stop_reason=stop_reason,
             )
         )
-        self._turn_open = False
         self._turn_usage = None
         self.turn_id = None
         self.step = None
