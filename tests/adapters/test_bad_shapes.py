@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from adapters import create_adapter
+from adapters import RUNTIMES, create_adapter
 from universal_event.events import AssistantMessageEvent, Event, NativeUnknownEvent
 
 CAPTURED = Path(__file__).parent.parent / "fixtures" / "captured"
@@ -131,18 +131,7 @@ def test_an_error_page_instead_of_a_stream_is_kept(runtime: str) -> None:
     ]
 
 
-STREAM_RUNTIMES = [
-    "anthropic",
-    "openai-chat",
-    "openai-responses",
-    "claude-code",
-    "claude-code-transcript",
-    "codex",
-    "codex-rollout",
-]
-
-
-@pytest.mark.parametrize("runtime", STREAM_RUNTIMES)
+@pytest.mark.parametrize("runtime", sorted(RUNTIMES))
 def test_bytes_that_are_not_utf8_are_kept_whole(runtime: str) -> None:
     """Binary garbage is kept as native/unknown with its bytes recoverable (base64),
     not with replacement characters that lose them."""

@@ -172,13 +172,21 @@ def test_host_in_the_query_and_options_reach_the_server(
         store.close()
 
 
+def _written_schema(
+    postgres_url: str, postgres_schemas: list[str], session: str, count: int
+) -> str:
+    """A new schema holding one session of ``count`` events."""
+    schema = new_schema(postgres_schemas)
+    store = PostgresStore(postgres_url, schema=schema)
+    store.append(session, sample_events(session, 0, count), expected_seq=0)
+    store.close()
+    return schema
+
+
 def test_cli_opens_a_query_form_url(
     postgres_url: str, postgres_schemas: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    schema = new_schema(postgres_schemas)
-    store = PostgresStore(postgres_url, schema=schema)
-    store.append("cli", sample_events("cli", 0, 2), expected_seq=0)
-    store.close()
+    schema = _written_schema(postgres_url, postgres_schemas, "cli", 2)
     assert main(["--store", _query_form(postgres_url, schema=schema), "sessions"]) == 0
     assert "cli" in capsys.readouterr().out
 
@@ -206,10 +214,7 @@ def _read_only(postgres_url: str) -> str:
 def test_a_read_replica_opens_an_existing_store(
     postgres_url: str, postgres_schemas: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    schema = new_schema(postgres_schemas)
-    writer = PostgresStore(postgres_url, schema=schema)
-    writer.append("r", sample_events("r", 0, 4), expected_seq=0)
-    writer.close()
+    schema = _written_schema(postgres_url, postgres_schemas, "r", 4)
     replica = f"{_read_only(postgres_url)}&schema={schema}"
     store = open_store(replica, must_exist=True)
     try:
