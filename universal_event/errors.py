@@ -8,6 +8,7 @@ The tree::
     ├── AdapterError               a native stream an adapter cannot make sense of
     ├── SurfaceError               a surface intent on an event that cannot carry one,
     │                              or a replace range that does not exist
+    ├── EventIdConflictError       an event id already logged, sent with another body
     ├── CheckpointError            a checkpoint could not reach the store; the guarded
     │                              action (model request, tool run) must not happen
     ├── StoreError                 a store could not do what was asked
@@ -28,6 +29,7 @@ __all__ = [
     "ConflictError",
     "CorruptEventError",
     "DecodeError",
+    "EventIdConflictError",
     "LiveSessionError",
     "NotAvailableError",
     "ProjectionError",
@@ -75,6 +77,25 @@ class AdapterError(UniversalEventError, ValueError):
 
 class SurfaceError(UniversalEventError, ValueError):
     """A surface intent on an event type that never reaches the model, or a bad range."""
+
+
+class EventIdConflictError(UniversalEventError, ValueError):
+    """An event id the log already holds, appended again with a different body.
+
+    An id is the idempotency key of a producer's retry: the same event sent again is
+    taken as already logged; a different event under that id would be silently lost,
+    so it is refused. ``seq`` is where the id is logged.
+    """
+
+    def __init__(self, session_id: str, event_id: str, seq: int, event_type: str) -> None:
+        self.session_id = session_id
+        self.event_id = event_id
+        self.seq = seq
+        super().__init__(
+            f"session {session_id!r}: event id {event_id!r} is already logged at seq {seq} "
+            f"with a different body ({event_type}); a retry must send the same event, "
+            "a new event needs an id of its own"
+        )
 
 
 class CheckpointError(UniversalEventError):

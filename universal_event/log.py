@@ -44,6 +44,7 @@ from universal_event.errors import (
     ConflictError,
     CorruptEventError,
     DecodeError,
+    EventIdConflictError,
     SessionNotFoundError,
     SurfaceError,
     UniversalEventError,
@@ -288,17 +289,43 @@ class SessionLog:
 
         ``surface`` sets the intent of a surface event; any other type raises
         :class:`SurfaceError`, as does a replace whose range is not on the surface.
-        A retry with an id already logged returns the logged event unchanged.
+        A retry with an id already logged returns the logged event unchanged; another
+        event under a logged id raises :class:`EventIdConflictError`.
         """
         with self._lock:
             if event.id and event.id in self._seq_of_id:
-                return self._events[self._seq_of_id[event.id]]
+                return self._logged_again(event, surface)
             logged = self._envelope(event, surface)
             if isinstance(logged, _SURFACE_CLASSES):
                 self._view.check(logged)
             _check_storable(logged)
             self._record(cast(Event, logged))
             return logged
+
+    def _logged_again(self, event: EventBase, surface: Surface | None) -> EventBase:
+        """The logged event ``event`` retries, compared as stored. The envelope does not
+        count: the log fills in seq and session, a producer that makes the event again
+        (an import read a second time) stamps it with a new time, and a surface intent
+        is given once."""
+        logged = self._events[self._seq_of_id[event.id]]
+        changes: dict[str, Any] = {
+            "seq": logged.seq,
+            "session_id": logged.session_id,
+            "ts": logged.ts,
+        }
+        if isinstance(event, _SURFACE_CLASSES) and isinstance(logged, _SURFACE_CLASSES):
+            # An intent given with the first append (an import's replace) need not be
+            # given again; a different one is a different event.
+            changes["surface"] = surface or event.surface or logged.surface
+        retried = msgspec.structs.replace(event, **changes)
+        try:
+            same = _storable.encode(retried) == _storable.encode(logged)
+        except (TypeError, ValueError, OverflowError):
+            same = False  # the logged one was storable
+        if not same:
+            tag = type(event).__struct_config__.tag
+            raise EventIdConflictError(self._session_id, event.id, logged.seq, str(tag))
+        return logged
 
     def extend(self, events: Iterable[EventBase]) -> list[Event]:
         """Append several events in order; returns them as logged."""

@@ -16,6 +16,7 @@ from universal_event import (
     ConflictError,
     Event,
     EventBase,
+    EventIdConflictError,
     SessionLog,
     SessionNotFoundError,
     Surface,
@@ -114,11 +115,34 @@ def test_append_returns_the_same_type() -> None:
 def test_retry_with_the_same_id_returns_the_original_event() -> None:
     log = SessionLog()
     original = log.append(user("first", id="dup"))
-    retry = log.append(user("changed text, same id", id="dup"))
+    # The envelope (seq, session, time) does not count: a retry made again is the event.
+    retry = log.append(user("first", id="dup", seq=7, session_id="elsewhere", ts=3.0))
     assert retry is original
     assert log.next_seq == 1
-    assert log.extend([user("x", id="dup"), user("y", id="other")])[0] is original
+    assert log.extend([user("first", id="dup"), user("y", id="other")])[0] is original
     assert log.next_seq == 2
+
+
+def test_another_event_under_a_logged_id_is_refused() -> None:
+    log = SessionLog(session_id="s")
+    log.append(user("first", id="dup", ts=5.0))
+    with pytest.raises(EventIdConflictError, match=r"'dup' is already logged at seq 0") as info:
+        log.append(user("changed text, same id", id="dup"))
+    assert (info.value.session_id, info.value.event_id, info.value.seq) == ("s", "dup", 0)
+    with pytest.raises(EventIdConflictError, match="tool/call"):
+        log.append(ToolCallEvent(id="dup", call_id="c", name="bash"))
+    assert log.next_seq == 1 and log.events()[0].content == [TextPart(text="first")]  # type: ignore[union-attr]
+
+
+def test_a_retry_need_not_repeat_its_surface_intent_but_may_not_change_it() -> None:
+    log = SessionLog()
+    log.append(user("draft"))
+    replacing = log.append(user("final", id="u2"), surface=Surface(op="replace", start=0, end=0))
+    assert log.append(user("final", id="u2")) is replacing
+    assert log.append(user("final", id="u2"), surface=replacing.surface) is replacing
+    with pytest.raises(EventIdConflictError):
+        log.append(user("final", id="u2"), surface=Surface(op="hidden"))
+    assert log.surface_seqs() == [1]
 
 
 def test_idempotency_survives_a_reload(durable_url: str) -> None:
@@ -128,7 +152,9 @@ def test_idempotency_survives_a_reload(durable_url: str) -> None:
     log.checkpoint()
     log.close()
     reopened = SessionLog.open(open_store(durable_url), "s", live=True)
-    assert reopened.append(user("again", id="evt-a")).seq == 0
+    assert reopened.append(user("a", id="evt-a")).seq == 0
+    with pytest.raises(EventIdConflictError):
+        reopened.append(user("again", id="evt-a"))
     assert reopened.next_seq == 1
 
 
