@@ -84,17 +84,30 @@ _in_tool: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
 """Ids of the logs whose ``before_tool`` guard the current thread / task is inside."""
 
 _storable = msgspec.json.Encoder()
+_readable = msgspec.json.Decoder(Event)
 
 
 def _check_storable(event: EventBase) -> None:
-    """DecodeError unless the event can be encoded as a store will: a value no JSON
-    holds (a lone surrogate from a file name, an object in an ``Any`` field) refused
-    here, naming the event, rather than failing every checkpoint after it."""
+    """DecodeError unless the event can be stored *and read back*, naming the event and
+    the field: a value no JSON holds (a lone surrogate from a file name, an object in
+    an ``Any`` field) would fail every checkpoint after it, and a value of the wrong
+    type in a typed field (structs do not check types when built: a native stream's
+    string where an ``int`` belongs) would be stored and leave the session unreadable."""
+    tag = type(event).__struct_config__.tag
     try:
-        _storable.encode(event)
+        data = _storable.encode(event)
     except (TypeError, ValueError, OverflowError) as exc:
-        tag = type(event).__struct_config__.tag
         raise DecodeError(f"{tag} event cannot be stored: {exc}") from exc
+    try:
+        _readable.decode(data)
+    except msgspec.ValidationError as exc:
+        problem, _, path = str(exc).rpartition(" - at ")
+        if not problem:
+            problem, path = str(exc), "$"
+        raise DecodeError(
+            f"{tag} event cannot be stored: it would not read back: {problem}",
+            path=path.strip("`"),
+        ) from exc
 
 
 _live_logs: dict[tuple[int, str], weakref.WeakSet[SessionLog]] = {}

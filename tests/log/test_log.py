@@ -464,3 +464,25 @@ def test_an_event_no_store_can_encode_is_refused_at_append() -> None:
     assert len(log) == 0 and log.pending == 0
     log.append(user("fine"))
     assert log.checkpoint() == 1
+
+
+def test_an_event_that_would_not_read_back_is_refused_at_append(durable_url: str) -> None:
+    """Structs do not check types when built: a native stream's string where an int
+    belongs encodes fine but does not decode, and once stored made every read of the
+    session fail (CorruptEventError). Refused at append, naming the field."""
+    from universal_event.errors import DecodeError
+    from universal_event.events import AssistantChunkEvent, TurnEndEvent
+
+    log = SessionLog(open_store(durable_url), "s")
+    log.append(user("before"))
+    for bad, path in (
+        (AssistantChunkEvent(delta="x", index="3"), "$.index"),  # type: ignore[arg-type]
+        (TurnEndEvent(duration_ms={"ms": 1}), "$.duration_ms"),  # type: ignore[arg-type]
+        (user("x", source={"runtime": 1}), "$.source"),  # not a Source: any path under it
+    ):
+        with pytest.raises(DecodeError, match="would not read back") as info:
+            log.append(bad)
+        assert info.value.path.startswith(path)
+    log.append(user("after"))
+    log.checkpoint()
+    assert [e.seq for e in open_store(durable_url).read("s")] == [0, 1]
