@@ -7,7 +7,10 @@ from typing import TYPE_CHECKING
 from universal_event.events import Event
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from universal_event.log import SessionLog
+    from universal_event.parts import AssistantPart
 
 __all__ = [
     "REQUEST_RUNTIMES",
@@ -173,40 +176,67 @@ def with_stable_ids(runtime: str, data: bytes, events: list[Event]) -> list[Even
     ]
 
 
+def _continues(whole: Sequence[AssistantPart], cut: Sequence[AssistantPart]) -> bool:
+    """Whether ``whole`` continues ``cut``: the parts the cut message completed, then one
+    of the same kind as the part it was cut inside (that part held what had arrived)."""
+    if not cut or len(cut) > len(whole) or list(whole[: len(cut) - 1]) != list(cut[:-1]):
+        return False
+    last, grown = cut[-1], whole[len(cut) - 1]
+    return type(last) is type(grown)
+
+
 def append_imported(log: SessionLog, events: list[Event]) -> list[Event]:
     """Append an import's events (:func:`import_events`) to the session's log.
 
     An input imported while it was still being written can end inside a message (a
     Claude Code message comes as a line per block, and its last blocks were not there
-    yet); imported again once grown, it holds that message whole, under the same
-    ``message_id`` (the provider's: one per response). The fuller message then
-    *replaces* the earlier one on the surface (both stay in the log), so the model is
-    not shown the response twice.
+    yet; a Codex response as an item per line); imported again once grown, it holds
+    that message whole. The fuller message then *replaces* the earlier one on the
+    surface (both stay in the log), so the model is not shown the response twice. It
+    is recognised by its ``message_id`` (the provider's: one per response), or, where
+    the input names none (``codex exec --json``, a rollout), as the message that the
+    earlier import's end left ``partial`` in the same turn and whose parts it continues.
     """
     import msgspec
 
     from universal_event.events import AssistantMessageEvent, Surface
 
     on_surface = set(log.surface_seqs())
-    logged_seq = {
-        event.message_id: event.seq
-        for event in log.events()
-        if isinstance(event, AssistantMessageEvent) and event.message_id and event.seq in on_surface
-    }
+    by_message_id: dict[str, int] = {}
+    partial_in_turn: dict[str, AssistantMessageEvent] = {}
+
+    def remember(message: AssistantMessageEvent) -> None:
+        if message.message_id:
+            by_message_id[message.message_id] = message.seq
+        if message.turn_id is not None:
+            if message.status == "partial" and not message.message_id:
+                partial_in_turn[message.turn_id] = message
+            else:
+                partial_in_turn.pop(message.turn_id, None)
+
+    def replaced_seq(message: AssistantMessageEvent) -> int | None:
+        if message.message_id in by_message_id:
+            return by_message_id[message.message_id]
+        # A message cut before its text (reasoning only) had no id of its own yet.
+        cut = partial_in_turn.get(message.turn_id or "")
+        if cut is None or not _continues(message.content, cut.content):
+            return None
+        return cut.seq
+
+    for earlier in log.events():
+        if isinstance(earlier, AssistantMessageEvent) and earlier.seq in on_surface:
+            remember(earlier)
     logged: list[Event] = []
     for event in events:
-        if (
-            isinstance(event, AssistantMessageEvent)
-            and event.message_id in logged_seq
-            and event.surface is None
-            and log.event_by_id(event.id) is None
-        ):
-            seq = logged_seq[event.message_id]
+        if not isinstance(event, AssistantMessageEvent) or log.event_by_id(event.id):
+            logged.append(log.append(event))  # an event logged before is as it was
+            continue
+        seq = replaced_seq(event) if event.surface is None else None
+        if seq is not None:
             event = msgspec.structs.replace(
                 event, surface=Surface(op="replace", start=seq, end=seq)
             )
         appended = log.append(event)
-        if isinstance(appended, AssistantMessageEvent) and appended.message_id:
-            logged_seq[appended.message_id] = appended.seq
+        remember(appended)
         logged.append(appended)
     return logged

@@ -280,6 +280,35 @@ def test_a_grown_capture_imported_again_derives_as_one_import_does(
     assert _without_seqs(log.derive_messages()) == _without_seqs(fresh.derive_messages())
 
 
+CAPTURED_CODEX = Path(__file__).parent.parent / "fixtures/captured/codex"
+
+
+@pytest.mark.parametrize(
+    ("runtime", "capture"),
+    [
+        ("codex", "exec/x01_tool/stdout.jsonl"),
+        ("codex-rollout", "exec/x01_tool/rollout.jsonl"),
+        ("codex", "app_server/xs01_tool/wire/server_to_client.jsonl"),
+    ],
+)
+def test_a_codex_input_grown_line_by_line_derives_as_one_import_does(
+    tmp_path: Path, runtime: str, capture: str
+) -> None:
+    """Codex messages come as an item per line, and exec lines and rollout reasoning name
+    no message id: an input imported at every length, then whole, shows the model each
+    response once (the message an import's end cut is replaced by the whole one)."""
+    from universal_event.ingest import append_imported
+
+    data = (CAPTURED_CODEX / capture).read_bytes()
+    lines = data.splitlines(keepends=True)
+    log = SessionLog()
+    for cut in range(1, len(lines) + 1):
+        append_imported(log, import_events(runtime, b"".join(lines[:cut])))
+    fresh = SessionLog()
+    fresh.extend(import_events(runtime, data))
+    assert _without_seqs(log.derive_messages()) == _without_seqs(fresh.derive_messages())
+
+
 def _without_seqs(messages: list[Any]) -> list[Any]:
     return [msgspec.structs.replace(m, seq=0) for m in messages]
 
