@@ -225,6 +225,7 @@ def test_bad_command_lines_get_one_line_errors_not_tracebacks(tmp_path: Path) ->
     cases: list[tuple[list[str], int, str]] = [
         (["events", "--session", ""], 2, "a session id must not be empty"),
         (["fork", "--session", "a", "--new", " "], 2, "a session id must not be empty"),
+        (["events", "--session", "caf\udce9"], 2, "is not valid UTF-8"),
         (["serve", "--port", "99999"], 2, "is not a TCP port"),
         (["replay", "--session", "a", "--paced", "--max-gap", "0"], 2, "must be a positive"),
         (["sessions", "--store", ""], 1, "--store is empty"),

@@ -447,6 +447,12 @@ def _session_id(text: str) -> str:
     and the user could not find the session by what they typed)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("a session id must not be empty")
+    try:
+        text.encode()
+    except UnicodeEncodeError:  # bytes the locale could not decode (surrogate escapes)
+        raise argparse.ArgumentTypeError(
+            f"session id {text!r} is not valid UTF-8 (a byte the locale could not decode)"
+        ) from None
     return text
 
 
