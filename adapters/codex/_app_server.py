@@ -55,8 +55,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, get_args
 
+import msgspec
+
 from adapters._base import MALFORMED, kept_bytes
-from adapters.codex._core import CodexCore, OpenItem, codex_usage, text_content
+from adapters.codex._core import (
+    CodexCore,
+    LateItem,
+    OpenItem,
+    codex_usage,
+    part_index,
+    text_content,
+)
 from adapters.codex._exec import mcp_content
 from adapters.codex._wire import (
     UNMODELLED_LINES,
@@ -92,7 +101,7 @@ from adapters.codex._wire import (
     decode_typed_line,
     decode_typed_lines,
 )
-from adapters.openai_responses._items import CLIENT_RESULT_TYPES
+from adapters.openai_responses._items import CLIENT_RESULT_TYPES, int_or_none, str_or_none
 from universal_event.errors import UniversalEventError
 from universal_event.events import (
     ErrorEvent,
@@ -149,13 +158,15 @@ class AppServerLines(CodexCore):
 
     def _thread_started(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
         thread = params.get("thread") or {}
-        self._session_started(method, thread.get("id"), thread.get("model"), thread.get("cwd"), out)
+        thread_id, model, cwd = (str_or_none(thread.get(k)) for k in ("id", "model", "cwd"))
+        self._session_started(method, thread_id, model, cwd, out)
 
     def _session_started(
-        self, method: str, thread_id: Any, model: Any, cwd: Any, out: list[Event]
-    ) -> None:
+        self, method: str, thread_id: str | None, model: str | None, cwd: str | None,
+        out: list[Event],
+    ) -> None:  # fmt: skip
         if model:
-            self.model = str(model)
+            self.model = model
         out.append(
             self.make(
                 SessionStartEvent,
@@ -220,8 +231,8 @@ class AppServerLines(CodexCore):
         elif isinstance(info, Mapping) and info:
             code = str(next(iter(info)))
             detail = info[code]
-            if isinstance(detail, Mapping) and isinstance(detail.get("httpStatusCode"), int):
-                http_status = detail["httpStatusCode"]
+            if isinstance(detail, Mapping):
+                http_status = int_or_none(detail.get("httpStatusCode"))
         message = str(error.get("message") or "")
         if error.get("additionalDetails"):
             message = f"{message} ({error['additionalDetails']})"
@@ -244,7 +255,7 @@ class AppServerLines(CodexCore):
             self.make(
                 PlanUpdateEvent,
                 native_type=method,
-                plan_id=params.get("turnId"),
+                plan_id=str_or_none(params.get("turnId")),
                 items=[
                     PlanItem(
                         text=str(step.get("step") or ""),
@@ -277,13 +288,15 @@ class AppServerLines(CodexCore):
 
     def _summary_delta(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
         item_id = str(params.get("itemId") or "")
-        index = params.get("summaryIndex") or 0
-        self._summary_text_delta(method, item_id, index, str(params.get("delta") or ""), out)
+        index = params.get("summaryIndex")  # checked by ``_part_slot`` (None: the first)
+        delta = str(params.get("delta") or "")
+        self._summary_text_delta(method, item_id, 0 if index is None else index, delta, out)
 
     def _reasoning_delta(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
         item_id = str(params.get("itemId") or "")
-        index = params.get("contentIndex") or 0
-        self._thinking_delta(method, item_id, index, str(params.get("delta") or ""), out)
+        index = params.get("contentIndex")  # checked by ``_part_slot`` (None: the first)
+        delta = str(params.get("delta") or "")
+        self._thinking_delta(method, item_id, 0 if index is None else index, delta, out)
 
     def _summary_part(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
         self._summary_part_added(str(params.get("itemId") or ""))
@@ -299,25 +312,47 @@ class AppServerLines(CodexCore):
     def _summary_text_delta(
         self, method: str, item_id: str, index: Any, delta: str, out: list[Event]
     ) -> None:
-        _slot(self._open(item_id, "thinking").summary, index).append(delta)
-        self._chunk(out, method, item_id, "summary", delta, index)
+        self._part_slot(item_id, index, summary=True).append(delta)
+        self._chunk(out, method, item_id, "summary", delta, index)  # index: checked
 
     def _thinking_delta(
         self, method: str, item_id: str, index: Any, delta: str, out: list[Event]
     ) -> None:
-        _slot(self._open(item_id, "thinking").content, index).append(delta)
-        self._chunk(out, method, item_id, "thinking", delta, index)
+        self._part_slot(item_id, index, summary=False).append(delta)
+        self._chunk(out, method, item_id, "thinking", delta, index)  # index: checked
 
     def _summary_part_added(self, item_id: str) -> None:
         # Structure only: the part's text follows as summaryTextDelta.
-        _slot(self._open(item_id, "thinking").summary, 0)
+        self._part_slot(item_id, 0, summary=True)
+
+    def _part_slot(self, item_id: str, index: Any, *, summary: bool) -> list[str]:
+        """Where a reasoning delta's text goes: the slot of summary / content part
+        ``index`` of the item (opened by its first delta).
+
+        The index is checked first (:func:`~adapters.codex._core.part_index`: an int, at
+        most a few past the parts seen so far), so a malformed line raises before it
+        opens an item or allocates anything.
+        """
+        item = self._open_items.get(item_id)
+        parts = (item.summary if summary else item.content) if item is not None else []
+        index = part_index(index, len(parts))
+        if item is None:
+            item = self._open(item_id, "thinking")
+            parts = item.summary if summary else item.content
+        while len(parts) <= index:
+            parts.append([])
+        return parts[index]
 
     def _tool_output_delta(self, method: str, item_id: str, delta: str, out: list[Event]) -> None:
         out.append(self.call_event(ToolOutputEvent, method, item_id, delta=delta))
 
     def _open(self, item_id: str, kind: Any) -> OpenItem:
+        """The streamed item ``item_id``, opened by its first line; one this turn has
+        completed is not opened again (:class:`~adapters.codex._core.LateItem`)."""
         item = self._open_items.get(item_id)
         if item is None:
+            if item_id in self._done_items:
+                raise LateItem(f"item {item_id!r} already completed in this turn: late line")
             item = self._open_items[item_id] = OpenItem(kind, item_id)
         return item
 
@@ -331,7 +366,7 @@ class AppServerLines(CodexCore):
         if self._pending_results:
             self._release_results(out)
         if item_type == "agentMessage":
-            self._message_started(item_id, item.get("phase"))
+            self._message_started(item_id, str_or_none(item.get("phase")))
         elif item_type == "reasoning":
             self._reasoning_started(item_id)
         elif item_type in _TOOL_KINDS:
@@ -345,7 +380,8 @@ class AppServerLines(CodexCore):
         item_id = str(item.get("id") or "")
         self._ensure_turn(out, method)
         if item_type == "agentMessage":
-            self._message_completed(item_id, str(item.get("text") or ""), item.get("phase"))
+            text = str(item.get("text") or "")
+            self._message_completed(item_id, text, str_or_none(item.get("phase")))
         elif item_type == "reasoning":
             summary = [str(s) for s in item.get("summary") or []]
             content = "".join(str(s) for s in item.get("content") or [])
@@ -360,17 +396,19 @@ class AppServerLines(CodexCore):
         else:
             out.append(self.unknown(f"{method}:{item_type}", dict(item), "item type not modelled"))
 
-    def _message_started(self, item_id: str, phase: Any) -> None:
+    def _message_started(self, item_id: str, phase: str | None) -> None:
         self._open(item_id, "text").phase = phase
 
     def _reasoning_started(self, item_id: str) -> None:
         self._open(item_id, "thinking")
 
-    def _message_completed(self, item_id: str, text: str, phase: Any) -> None:
+    def _message_completed(self, item_id: str, text: str, phase: str | None) -> None:
+        self._item_done(item_id)
         self._open_items.pop(item_id, None)
         self._add_part(TextPart(text=text, item_id=item_id or None, phase=phase), ("text", text))
 
     def _reasoning_completed(self, item_id: str, summary: list[str], content: str) -> None:
+        self._item_done(item_id)
         self._open_items.pop(item_id, None)
         part = ThinkingPart(
             text=content, summary=summary, id=item_id or None, provenance=self.provenance()
@@ -426,6 +464,8 @@ class AppServerLines(CodexCore):
                         handlers[type(line)](self, line.METHOD, params, out)
                     except UniversalEventError:
                         raise
+                    except LateItem as exc:  # out of order or repeated: kept as it came
+                        out.append(self.unknown(line.METHOD, msgspec.json.decode(raw), str(exc)))
                     except MALFORMED as exc:  # a field the struct takes as it comes
                         out.append(self.malformed(line.METHOD, kept_bytes(raw), exc))
                     continue
@@ -446,7 +486,7 @@ class AppServerLines(CodexCore):
         delta = params.delta
         item = self._open_items.get(item_id)
         if item is None:
-            item = self._open_items[item_id] = OpenItem("text", item_id)
+            item = self._open(item_id, "text")
         item.text.append(delta)
         self._chunk(out, method, item_id, "text", delta)
 
@@ -459,13 +499,10 @@ class AppServerLines(CodexCore):
         delta = params.delta
         index = params.summaryIndex
         item = self._open_items.get(item_id)
-        if item is None:
-            item = self._open_items[item_id] = OpenItem("thinking", item_id)
-        summary = item.summary
-        if 0 <= index < len(summary):
-            summary[index].append(delta)
-        else:
-            _slot(summary, index).append(delta)
+        if item is not None and 0 <= index < len(item.summary):
+            item.summary[index].append(delta)
+        else:  # a new part or item, or an index out of range (checked there)
+            self._part_slot(item_id, index, summary=True).append(delta)
         self._chunk(out, method, item_id, "summary", delta, index)
 
     def _typed_reasoning_delta(
@@ -638,16 +675,9 @@ class AppServerLines(CodexCore):
             # aggregatedOutput, not the deltas: the first chunk may never come as one.
             str(output or ""),
             is_error=status in ("failed", "declined") or exit_code not in (None, 0),
-            exit_code=exit_code if isinstance(exit_code, int) else None,
+            exit_code=int_or_none(exit_code),
             details={"status": status, "command": command, "cwd": cwd, "duration_ms": duration_ms},
         )
-
-
-def _slot(slots: list[list[str]], index: Any) -> list[str]:
-    index = index if isinstance(index, int) and index >= 0 else 0
-    while len(slots) <= index:
-        slots.append([])
-    return slots[index]
 
 
 def _file_change(change: Mapping[str, Any]) -> FileChange:
@@ -656,7 +686,7 @@ def _file_change(change: Mapping[str, Any]) -> FileChange:
     return FileChange(
         path=str(change.get("path") or ""),
         kind=kind_type if kind_type in ("add", "delete", "update") else "update",
-        diff=change.get("diff"),
+        diff=str_or_none(change.get("diff")),
     )
 
 
@@ -670,7 +700,7 @@ def _user_parts(content: Any) -> list[UserPart]:
         if kind == "text":
             parts.append(TextPart(text=str(entry.get("text") or "")))
         elif kind == "image":
-            parts.append(ImagePart(url=entry.get("url")))
+            parts.append(ImagePart(url=str_or_none(entry.get("url"))))
         elif kind == "localImage":
             parts.append(ImagePart(url=f"file://{entry.get('path')}"))
         else:

@@ -15,13 +15,36 @@ request is sent again with the same input, and the items the failed attempt had
 already completed are emitted **again, under new item ids** (RECIPE.md, run
 x_err_no_completed). They are recognised by position and content: after a retry, the
 n-th reasoning / agent-message item equal in kind and text to the n-th one of the failed
-attempt is a re-emission. It is not logged again (no second chunk) and not kept twice
-in the message; the retry's copy replaces the first one (its ids are what later requests
-carry). The first item that differs ends the matching; the failed attempt's items that
-were never re-emitted are dropped from the message when the response completes (they
-were not part of the answer the model gave), kept (as ``partial``) when the turn fails.
-Items that never completed before the failure (app-server: an agent message cut
-mid-stream) are abandoned: the retry starts a new item.
+attempt is a re-emission; so is a web search equal in query and action. It is not kept
+twice in the message: the retry's copy replaces the first one (its ids are what later
+requests carry). exec logs an item's chunk when the item completes, so a re-emission gets
+no second chunk; the app-server streams an item's text as deltas before its completion
+says whether it is a re-emission, so its chunks *are* logged again (chunks are log-only:
+the message, and the history derived from it, holds the item once). The first item that
+differs ends the matching; the failed attempt's items that were never re-emitted are
+dropped from the message when the response completes (they were not part of the answer
+the model gave), kept (as ``partial``) when the turn fails. Items that never completed
+before the failure (app-server: an agent message cut mid-stream) are abandoned: the retry
+starts a new item.
+
+Turns bound the items. A turn's end closes what it left open: a call that never got a
+result (an interrupt) is forgotten — no ``tool/result`` is made up: the turn ends
+``interrupted`` and a renderer gives the call its synthetic error result (rule 6 of
+:mod:`adapters._render`), as for the other runtimes' unanswered calls — and the ids of
+the items and calls completed in it are forgotten too (``codex exec`` numbers its items
+from ``item_0`` again in every run). Within a turn an item completed once is done: a late
+``item.started`` / ``item.updated`` / delta, or a repeated completion (lines out of order,
+a line sent twice), is kept as ``native/unknown`` (:class:`LateItem`) instead of opening
+the item again (a second ``tool/call``, a call part without its result, a second text
+part).
+
+Native values of the wrong type never reach a typed event field (the event would encode
+but not decode back, and a stored session holding it could not be read): optional fields
+are dropped to None (:func:`~adapters.openai_responses._items.str_or_none`,
+:func:`~adapters.openai_responses._items.int_or_none`); a delta whose part index is not an
+integer, or lies far beyond the parts seen so far (:func:`part_index`), is malformed and
+its line kept whole. The typed app-server lines (:mod:`._wire`) are checked by their
+decoder already.
 """
 
 from __future__ import annotations
@@ -35,7 +58,7 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from adapters._base import Adapter, EventT, split_lines
-from adapters.openai_responses._items import result_parts
+from adapters.openai_responses._items import result_parts, str_or_none
 from universal_event.events import (
     AssistantChunkEvent,
     AssistantMessageEvent,
@@ -59,7 +82,43 @@ from universal_event.parts import (
     ToolCallPart,
 )
 
-__all__ = ["CodexCore", "OpenItem", "codex_usage", "text_content"]
+__all__ = [
+    "MAX_INDEX_GAP",
+    "CodexCore",
+    "LateItem",
+    "OpenItem",
+    "codex_usage",
+    "part_index",
+    "text_content",
+]
+
+MAX_INDEX_GAP = 8
+"""How far past the parts seen so far a delta's ``summaryIndex`` / ``contentIndex`` may
+point (:func:`part_index`). Parts come in order (a ``summaryPartAdded``, or the first
+delta, for index ``len``); a small gap is tolerated (an empty part whose notification was
+lost), anything further is malformed input."""
+
+
+class LateItem(ValueError):
+    """A line about an item or call this turn has already completed (lines out of order,
+    or one sent twice): the adapter keeps the line as ``native/unknown`` (this message is
+    its reason) instead of opening the item again."""
+
+
+def part_index(index: Any, parts: int) -> int:
+    """A delta's part index, checked: an int from 0 to ``parts + MAX_INDEX_GAP``.
+
+    Anything else raises (the line is then kept as ``native/unknown``): an index of
+    another type cannot say where the text goes, and a huge one made the adapter allocate
+    a slot per index up to it (memory exhausted). Rejecting keeps the line whole where
+    clamping would put the text into a part it does not belong to; what the message
+    loses is only the stream's copy: the item's completion carries the full text.
+    """
+    if type(index) is not int:
+        raise TypeError(f"part index must be an integer, got {type(index).__name__}")
+    if not 0 <= index <= parts + MAX_INDEX_GAP:
+        raise ValueError(f"part index {index} out of range ({parts} parts so far)")
+    return index
 
 
 _ID_PREFIX = os.urandom(6).hex()
@@ -141,6 +200,11 @@ class CodexCore(Adapter):
         self._replay_at = 0
         self._open_items: dict[str, OpenItem] = {}
         self._open_calls: dict[str, str] = {}
+        self._done_calls: set[str] = set()
+        """Calls of this turn that have their result: a late start is not a new call."""
+        self._done_items: set[str] = set()
+        """Message / reasoning items of this turn that completed: a late delta, start or
+        completion does not open them again."""
         self._output_seen: dict[str, int] = {}
         self._raw_items: dict[str, Mapping[str, Any]] = {}
         self._raw_events = False
@@ -244,10 +308,11 @@ class CodexCore(Adapter):
 
     # ------------------------------------------------------------ turns
 
-    def _start_turn(self, out: list[Event], turn_id: str | None, native_type: str) -> None:
+    def _start_turn(self, out: list[Event], turn_id: Any, native_type: str) -> None:
         if self._turn_open:
             self._end_turn(out, "interrupted", native_type, error="a new turn started")
-        self.turn_id = turn_id or f"turn_{_fast_id()}"
+        # Every later event carries the turn id: one of another type would poison them all.
+        self.turn_id = turn_id if isinstance(turn_id, str) and turn_id else f"turn_{_fast_id()}"
         self._turn_open = True
         self._turn_usage = None
         out.append(self.make(TurnStartEvent, native_type=native_type))
@@ -269,9 +334,11 @@ class CodexCore(Adapter):
         *,
         usage: Usage | None = None,
         error: str | None = None,
-        duration_ms: int | None = None,
+        duration_ms: Any = None,
     ) -> None:
-        """Flush the message (``partial`` unless completed) and write ``turn/end``."""
+        """Flush the message (``partial`` unless completed), write ``turn/end``, and close
+        what the turn left open (module docstring: no result is made up for a call that
+        never got one)."""
         if self._pending_results:
             self._release_results(out)
         if status == "completed":
@@ -285,15 +352,26 @@ class CodexCore(Adapter):
                 status=status,
                 usage=usage if usage is not None else self._turn_usage,
                 error=error,
-                duration_ms=duration_ms,
+                duration_ms=duration_ms if type(duration_ms) is int else None,
             )
         )
         self._turn_open = False
         self._turn_usage = None
         self._replay = []
         self._open_items.clear()
+        self._open_calls.clear()
+        self._done_calls.clear()
+        self._done_items.clear()
+        self._output_seen.clear()
 
     # ------------------------------------------------------------ the message
+
+    def _item_done(self, item_id: str) -> None:
+        """A message / reasoning item completes; one completed before is a late line."""
+        if item_id:
+            if item_id in self._done_items:
+                raise LateItem(f"item {item_id!r} already completed in this turn")
+            self._done_items.add(item_id)
 
     def _add_part(self, part: AssistantPart, key: tuple[str, str] | None) -> bool:
         """Add a completed item's part; True when it re-emits a failed attempt's item."""
@@ -383,13 +461,14 @@ class CodexCore(Adapter):
                     name=str(raw.get("name") or part.name),
                     arguments=arguments,
                     arguments_raw=arguments_raw,
-                    item_id=raw.get("id"),
+                    item_id=str_or_none(raw.get("id")),
                     provenance=self.provenance(),
                 )
         if isinstance(part, ThinkingPart) and part.id:
             raw = self._raw_items.get(part.id)
-            if raw is not None and raw.get("encrypted_content"):
-                return msgspec.structs.replace(part, encrypted_content=raw["encrypted_content"])
+            encrypted = None if raw is None else str_or_none(raw.get("encrypted_content"))
+            if encrypted:
+                return msgspec.structs.replace(part, encrypted_content=encrypted)
         return part
 
     def _chunk(
@@ -438,9 +517,12 @@ class CodexCore(Adapter):
         arguments: Any,
         kind: str,
     ) -> None:
-        """``tool/call`` (the runtime started it) and its part in the message."""
+        """``tool/call`` (the runtime started it) and its part in the message; a call this
+        turn already has the result of is not started again (:class:`LateItem`)."""
         if call_id in self._open_calls:
             return
+        if call_id in self._done_calls:
+            raise LateItem(f"tool call {call_id!r} already has its result in this turn")
         raw = self._raw_items.get(call_id)
         if raw is not None and raw.get("type") == "function_call":
             name = str(raw.get("name") or name)
@@ -478,6 +560,7 @@ class CodexCore(Adapter):
         """The message that asked for the tool first, then ``tool/result``."""
         self._flush(out, native_type)
         name = self._open_calls.pop(call_id, None)
+        self._done_calls.add(call_id)
         out.append(
             self.call_event(
                 ToolResultEvent,
@@ -552,15 +635,23 @@ class CodexCore(Adapter):
             )  # fmt: skip
 
     def _web_search(self, item_id: str, item: Mapping[str, Any]) -> None:
-        """A web search the provider ran: a server-tool part of the message."""
+        """A web search the provider ran: a server-tool part of the message.
+
+        Its replay key is its query and action: a retry re-emits it under a new id like
+        the reasoning and messages around it (without a key, the retry's copy was added
+        next to the failed attempt's).
+        """
+        self._item_done(item_id)
+        search = {"query": item.get("query"), "action": item.get("action")}
         part = ServerToolCallPart(
             id=item_id,
             name="web_search",
-            input={"query": item.get("query"), "action": item.get("action")},
+            input=search,
             native=dict(item),
             provenance=self.provenance(),
         )
-        self._add_part(part, None)
+        key = msgspec.json.encode(search, order="sorted").decode()
+        self._add_part(part, ("web_search", key))
 
 
 def exact_arguments(item: Mapping[str, Any]) -> tuple[Any, str | None]:

@@ -44,6 +44,7 @@ from typing import Any
 import msgspec
 
 from adapters.codex._core import CodexCore, codex_usage, text_content
+from adapters.openai_responses._items import int_or_none, str_or_none
 from universal_event.events import (
     ErrorEvent,
     Event,
@@ -78,13 +79,14 @@ class ExecLines(CodexCore):
             self._ensure_turn(out, kind)
             self._exec_item(kind, item, out)
         elif kind == "thread.started":
+            thread_id = str_or_none(line.get("thread_id"))
             out.append(
                 self.make(
                     SessionStartEvent,
                     native_type=kind,
-                    native_id=line.get("thread_id"),
+                    native_id=thread_id,
                     runtime=self.runtime,
-                    native_session_id=line.get("thread_id"),
+                    native_session_id=thread_id,
                     model=self.model,
                 )
             )
@@ -187,6 +189,7 @@ class ExecLines(CodexCore):
     ) -> None:
         # exec item ids are Codex's own counters (item_0, item_1, ...), not the model's
         # rs_/msg_ ids: they stay out of the parts so no renderer replays them.
+        self._item_done(item_id)
         if item_type == "agent_message":
             if not self._add_part(TextPart(text=text), ("text", text)):
                 self._chunk(out, kind, item_id, "text", text)
@@ -216,7 +219,7 @@ class ExecLines(CodexCore):
             item_id,
             text_content(output),
             is_error=status in ("failed", "declined") or exit_code not in (None, 0),
-            exit_code=exit_code if isinstance(exit_code, int) else None,
+            exit_code=int_or_none(exit_code),
             details={"status": status, "command": command},
         )
 

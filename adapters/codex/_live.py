@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from adapters.codex._app_server import AppServerLines
+from adapters.codex._core import LateItem
 from adapters.codex._exec import ExecLines
 from universal_event.errors import AdapterError
 from universal_event.events import Event
@@ -74,6 +75,8 @@ class CodexAdapter(ExecLines, AppServerLines):
                 out.append(
                     self.unknown(None, dict(line), "neither an exec line nor a notification")
                 )
+        except LateItem as exc:  # out of order or repeated: kept as it came
+            out.append(self.unknown(str(method or line.get("type")), dict(line), str(exc)))
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             # A line of an unexpected shape: keep it, and go on with the next one.
             out.append(

@@ -41,11 +41,18 @@ import msgspec
 
 from adapters._base import native_time
 from adapters.codex._core import CodexCore, codex_usage, exact_arguments
-from adapters.openai_responses._items import CLIENT_RESULT_TYPES, item_parts, result_parts
+from adapters.openai_responses._items import (
+    CLIENT_RESULT_TYPES,
+    int_or_none,
+    item_parts,
+    result_parts,
+    str_or_none,
+)
 from universal_event.errors import AdapterError
 from universal_event.events import (
     ErrorEvent,
     Event,
+    NativeUnknownEvent,
     RequestContextEvent,
     RequestHeaderEvent,
     SessionStartEvent,
@@ -91,10 +98,14 @@ class CodexRolloutAdapter(CodexCore):
         self._command_status: dict[str, Mapping[str, Any]] = {}
         self._call_names: dict[str, str] = {}
         self._line_no = 0
+        """The number of the line being read (1-based, blank lines counted; a dict fed is
+        one line): a line kept as ``native/unknown`` says where it is (:meth:`unknown`)."""
 
     def feed(self, native: Any) -> list[Event]:
         """Raw rollout bytes (cut anywhere), one ``str`` line, or one line as a dict."""
         out: list[Event] = []
+        if isinstance(native, Mapping):
+            self._line_no += 1
         if not self._feed_lines(native, out):
             raise AdapterError(
                 f"cannot import a {type(native).__name__!r}: expected rollout JSON lines",
@@ -106,12 +117,27 @@ class CodexRolloutAdapter(CodexCore):
         """Finish: a last line without newline; a turn the file leaves open is interrupted."""
         out: list[Event] = []
         for raw in self._rest_of_lines():
+            self._line_no += 1
             self._raw_line(raw, out, problem="truncated last line (file cut)")
         if self._turn_open:
             self._end_turn(out, "interrupted", "close", error="rollout ends inside the turn")
         else:
             self._flush(out, "close")
         return out
+
+    def _raw_lines(self, complete: bytes, out: list[Event]) -> None:
+        """Complete lines one by one, each counted (blank ones too, so the count is the
+        file's line number)."""
+        raws = complete.split(b"\n")
+        raws.pop()  # after the last newline: b""
+        for raw in raws:
+            self._line_no += 1
+            if raw and not raw.isspace():
+                self._raw_line(raw, out)
+
+    def unknown(self, native_type: str | None, payload: Any, reason: str) -> NativeUnknownEvent:
+        """A line kept as ``native/unknown``; its reason ends with the line's number."""
+        return super().unknown(native_type, payload, f"{reason} (line {self._line_no})")
 
     def _line(self, line: Mapping[str, Any], out: list[Event]) -> None:
         self._native_time = native_time(line.get("timestamp"))
@@ -141,7 +167,7 @@ class CodexRolloutAdapter(CodexCore):
     def _session_meta(self, payload: Mapping[str, Any], out: list[Event]) -> None:
         instructions = payload.get("base_instructions")
         if isinstance(instructions, Mapping):
-            self._system = instructions.get("text")
+            self._system = str_or_none(instructions.get("text"))
             # Codex 0.163.0: {"text", "provenance": {"type": "model", "model": "gpt-5.5"}}
             # — the session's model, before any turn_context says it.
             origin = instructions.get("provenance")
@@ -151,10 +177,10 @@ class CodexRolloutAdapter(CodexCore):
             self.make(
                 SessionStartEvent,
                 native_type="session_meta",
-                native_id=payload.get("id"),
+                native_id=str_or_none(payload.get("id")),
                 runtime="codex",
-                native_session_id=payload.get("id"),
-                cwd=payload.get("cwd"),
+                native_session_id=str_or_none(payload.get("id")),
+                cwd=str_or_none(payload.get("cwd")),
                 metadata={
                     k: payload[k]
                     for k in ("originator", "cli_version", "source", "model_provider")
@@ -213,7 +239,7 @@ class CodexRolloutAdapter(CodexCore):
                 self.make(
                     UserMessageEvent,
                     native_type="response_item",
-                    native_id=item.get("id"),
+                    native_id=str_or_none(item.get("id")),
                     content=parts,
                 )
             )
@@ -222,7 +248,7 @@ class CodexRolloutAdapter(CodexCore):
             self.make(
                 RequestContextEvent,
                 native_type="response_item",
-                native_id=item.get("id"),
+                native_id=str_or_none(item.get("id")),
                 kind=tag.group(1) if tag else str(item.get("role")),
                 content=parts,
             )
@@ -236,13 +262,13 @@ class CodexRolloutAdapter(CodexCore):
             self.make(
                 ToolResultEvent,
                 native_type="response_item",
-                native_id=item.get("id"),
+                native_id=str_or_none(item.get("id")),
                 call_id=call_id,
                 name=self._call_names.get(call_id),
                 content=result_parts(item.get("output")),
                 is_error=status.get("status") in ("failed", "declined")
                 or exit_code not in (None, 0),
-                exit_code=exit_code if isinstance(exit_code, int) else None,
+                exit_code=int_or_none(exit_code),
                 # The output as sent (``content``) wraps the command's own output, kept here.
                 details={
                     "output_type": item.get("type"),
@@ -269,7 +295,7 @@ class CodexRolloutAdapter(CodexCore):
                 out,
                 "failed" if message else "completed",
                 kind,
-                error=message,
+                error=str(message) if message else None,
                 duration_ms=payload.get("duration_ms"),
             )
         elif kind == "turn_aborted":
@@ -303,7 +329,7 @@ class CodexRolloutAdapter(CodexCore):
                 UsageEvent,
                 native_type="token_usage_record",
                 usage=normalised,
-                message_id=payload.get("response_id"),
+                message_id=str_or_none(payload.get("response_id")),
                 model=self.model,
             )
         )

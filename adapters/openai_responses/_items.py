@@ -30,6 +30,13 @@ action and the sources, ``mcp_call`` the arguments and the output), so it is one
 ``ServerToolCallPart``, never split. Shell / local shell / computer / apply-patch calls
 are executed by the caller but are provider-bound item types, so they stay opaque too
 (``id`` = their ``call_id``, so a caller-sent ``*_call_output`` pairs with them).
+
+Native values of the wrong type never reach a typed field (an event holding one encodes
+but does not decode: a stored session holding it could not be read back). An optional
+field of another type (an ``id``, ``encrypted_content``, ``phase``, a citation's
+``url``, an image's ``file_id``, ...) is dropped (:func:`str_or_none`,
+:func:`int_or_none`); a message's ``text`` that is not a string makes the item malformed
+(``TypeError``: the caller keeps it as ``native/unknown``), as it is the item itself.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from typing import Any
 
 import msgspec
 
+from adapters._base import text_value
 from adapters._render import parse_arguments
 from universal_event.parts import (
     AssistantPart,
@@ -58,9 +66,11 @@ from universal_event.parts import (
 __all__ = [
     "CLIENT_RESULT_TYPES",
     "citation",
+    "int_or_none",
     "item_parts",
     "parse_arguments",
     "result_parts",
+    "str_or_none",
 ]
 
 CLIENT_RESULT_TYPES = frozenset(
@@ -90,14 +100,24 @@ _SERVER_TOOL_INPUT_KEYS: dict[str, tuple[str, ...]] = {
 """What the tool was asked to do, per server-tool item type (the rest is in ``native``)."""
 
 
+def str_or_none(value: Any) -> str | None:
+    """A native optional string field: the string, None for a value of any other type."""
+    return value if isinstance(value, str) else None
+
+
+def int_or_none(value: Any) -> int | None:
+    """A native optional integer field: the int (not a bool), None for anything else."""
+    return value if type(value) is int else None
+
+
 def citation(annotation: Mapping[str, Any]) -> Citation:
     """A Responses annotation (``url_citation``, ``file_citation``, ...) as a Citation."""
     return Citation(
         kind=str(annotation.get("type") or "annotation"),
-        url=annotation.get("url"),
-        title=annotation.get("title") or annotation.get("filename"),
-        start_index=annotation.get("start_index"),
-        end_index=annotation.get("end_index"),
+        url=str_or_none(annotation.get("url")),
+        title=str_or_none(annotation.get("title") or annotation.get("filename")),
+        start_index=int_or_none(annotation.get("start_index")),
+        end_index=int_or_none(annotation.get("end_index")),
         native=dict(annotation),
     )
 
@@ -126,8 +146,8 @@ def item_parts(item: Mapping[str, Any], provenance: Provenance) -> list[Assistan
 
 
 def _message_parts(item: Mapping[str, Any], provenance: Provenance) -> list[AssistantPart]:
-    item_id = item.get("id")
-    phase = item.get("phase")
+    item_id = str_or_none(item.get("id"))
+    phase = str_or_none(item.get("phase"))
     parts: list[AssistantPart] = []
     for content in item.get("content") or []:
         content_type = content.get("type")
@@ -135,14 +155,16 @@ def _message_parts(item: Mapping[str, Any], provenance: Provenance) -> list[Assi
             annotations = content.get("annotations") or []
             parts.append(
                 TextPart(
-                    text=content.get("text") or "",
+                    text=text_value(content.get("text") or ""),
                     citations=[citation(a) for a in annotations],
                     item_id=item_id,
                     phase=phase,
                 )
             )
         elif content_type == "refusal":
-            parts.append(RefusalPart(text=content.get("refusal") or "", item_id=item_id))
+            parts.append(
+                RefusalPart(text=text_value(content.get("refusal") or ""), item_id=item_id)
+            )
         else:
             # A content type newer than this module: keep the whole item opaque rather
             # than drop the part (a renderer replays it to the same provider only).
@@ -164,8 +186,8 @@ def _thinking(item: Mapping[str, Any], provenance: Provenance) -> ThinkingPart:
     return ThinkingPart(
         text=text,
         summary=summary,
-        encrypted_content=item.get("encrypted_content"),
-        id=item.get("id"),
+        encrypted_content=str_or_none(item.get("encrypted_content")),
+        id=str_or_none(item.get("id")),
         provenance=provenance,
     )
 
@@ -177,7 +199,7 @@ def _function_call(item: Mapping[str, Any], provenance: Provenance) -> ToolCallP
         name=str(item.get("name") or ""),
         arguments=arguments,
         arguments_raw=arguments_raw,
-        item_id=item.get("id"),
+        item_id=str_or_none(item.get("id")),
         provenance=provenance,
     )
 
@@ -188,7 +210,7 @@ def _custom_tool_call(item: Mapping[str, Any], provenance: Provenance) -> ToolCa
         name=str(item.get("name") or ""),
         arguments_raw=str(item.get("input") or ""),
         kind="custom",
-        item_id=item.get("id"),
+        item_id=str_or_none(item.get("id")),
         provenance=provenance,
     )
 
@@ -233,20 +255,20 @@ def _result_part(part: Any) -> ResultPart:
         url = part.get("image_url")
         data, media_type = _split_data_url(url)
         return ImagePart(
-            url=None if data is not None else url,
+            url=None if data is not None else str_or_none(url),
             data=data,
             media_type=media_type,
-            file_id=part.get("file_id"),
-            detail=part.get("detail"),
+            file_id=str_or_none(part.get("file_id")),
+            detail=str_or_none(part.get("detail")),
         )
     if part_type == "input_file":
         data, media_type = _split_data_url(part.get("file_data"))
         return DocumentPart(
-            url=part.get("file_url"),
+            url=str_or_none(part.get("file_url")),
             data=data,
             media_type=media_type,
-            file_id=part.get("file_id"),
-            filename=part.get("filename"),
+            file_id=str_or_none(part.get("file_id")),
+            filename=str_or_none(part.get("filename")),
         )
     # Unknown content: keep it readable as JSON text rather than drop it.
     return TextPart(text=msgspec.json.encode(part).decode())
