@@ -26,7 +26,8 @@ exception) with the check's name in front.
 What is checked: appends and conflicts (a taken or skipped seq raises
 :class:`~universal_event.errors.ConflictError` and writes nothing), batch validation,
 byte-exact round trips of every kind of event including a large tool result, ordered
-ranged streaming reads, ``latest_seq``, session metadata, ``fork``, ``delete``, ``tail``
+ranged streaming reads, ``latest_seq``, session metadata (a runtime named late too),
+``fork`` (at the edges too), ``delete``, ``tail``
 (returns at once, times out, wakes on an append from another thread), and many threads
 appending to one session (no gap, no duplicate).
 """
@@ -348,6 +349,64 @@ def check_fork(make_store: StoreFactory, reopen: Reopen | None) -> None:
             raise AssertionError("fork of an unknown session did not raise")
 
 
+def check_fork_edges(make_store: StoreFactory, reopen: Reopen | None) -> None:
+    """Fork points at the edges: past the end copies all (``fork_seq`` the last copied),
+    -1 copies nothing and makes no session, below -1 is a ValueError."""
+    with _closing(make_store()) as store:
+        parent = _new_session_id("parent")
+        written = sample_events(parent, 0, 4)
+        store.append(parent, written, expected_seq=0)
+        whole = _new_session_id("whole")
+        store.fork(parent, whole, upto_seq=50)
+        info = store.session_info(whole)
+        assert (info.event_count, info.fork_seq) == (4, 3), f"fork past the end: {info}"
+        assert store.latest_seq(whole) == 3
+        empty = _new_session_id("empty")
+        for _ in range(2):  # nothing was made: the same id can be forked onto again
+            store.fork(parent, empty, upto_seq=-1)
+            assert store.latest_seq(empty) == -1 and _read_all(store, empty) == []
+            assert empty not in [info.session_id for info in store.list_sessions()]
+        store.append(empty, sample_events(empty, 0, 1), expected_seq=0)
+        assert store.latest_seq(empty) == 0
+        bad = _new_session_id("bad")
+        try:
+            store.fork(parent, bad, upto_seq=-2)
+        except ValueError:
+            pass
+        else:
+            raise AssertionError("fork up to seq -2 did not raise ValueError")
+        assert store.latest_seq(bad) == -1
+        assert bad not in [info.session_id for info in store.list_sessions()]
+        _assert_same(_read_all(store, parent), written)
+
+
+def check_runtime_named_late(make_store: StoreFactory, reopen: Reopen | None) -> None:
+    """A session's runtime is that of its first event naming one, even when that event
+    comes in a later batch."""
+    store = make_store()
+    session = _new_session_id("late-runtime")
+    anonymous = [
+        msgspec.structs.replace(event, source=None) for event in sample_events(session, 0, 2)
+    ]
+    try:
+        store.append(session, anonymous, expected_seq=0)
+        assert store.session_info(session).runtime is None
+        store.append(session, sample_events(session, 2, 2, runtime="codex"), expected_seq=2)
+        assert store.session_info(session).runtime == "codex"
+        store.append(session, sample_events(session, 4, 1, runtime="other"), expected_seq=4)
+        assert store.session_info(session).runtime == "codex"
+    except BaseException:
+        store.close()
+        raise
+    if reopen is None:
+        store.close()
+        return
+    again = reopen(store)
+    assert again is not None, "reopen returned no store"
+    with _closing(again):
+        assert again.session_info(session).runtime == "codex"
+
+
 def check_delete(make_store: StoreFactory, reopen: Reopen | None) -> None:
     """Delete removes a session whole; its id can start over; others stay."""
     with _closing(make_store()) as store:
@@ -490,6 +549,8 @@ CHECKS: dict[str, Check] = {
     "sessions_isolated": check_sessions_isolated,
     "session_metadata": check_session_metadata,
     "fork": check_fork,
+    "fork_edges": check_fork_edges,
+    "runtime_named_late": check_runtime_named_late,
     "delete": check_delete,
     "tail": check_tail,
     "concurrent_writers": check_concurrent_writers,

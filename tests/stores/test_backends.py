@@ -405,3 +405,21 @@ def test_live_locks_leave_no_file_behind_and_refuse_a_second_holder(tmp_path: Pa
     again = locks.hold("s/1")
     assert again is not None
     again()
+
+
+def test_live_locks_hold_a_session_whose_id_is_too_long_for_a_file_name(tmp_path: Path) -> None:
+    """The lock file is named as the JSONL store names a session's file: a long id is
+    shortened and hashed, so its lock can be made (it used to fail, silently: no lock)."""
+    from universal_event.stores._base import LiveLocks, session_file_stem
+
+    locks = LiveLocks(tmp_path)
+    long_id, other = "s" * 600, "s" * 599 + "t"
+    assert len(session_file_stem(long_id)) < 200
+    release = locks.hold(long_id)
+    assert release is not None and locks.held_elsewhere(long_id)
+    assert locks.hold(long_id) is None
+    other_release = locks.hold(other)  # another long id: another lock
+    assert other_release is not None
+    release()
+    other_release()
+    assert not locks.held_elsewhere(long_id)

@@ -22,6 +22,7 @@ Events arrive already enveloped (seq, id, session_id, ts filled by the session l
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import threading
 import time
@@ -46,7 +47,9 @@ __all__ = [
     "SessionInfo",
     "Store",
     "TailByPolling",
+    "HASHED_NAME_MARK",
     "check_batch",
+    "check_fork_point",
     "check_read_end",
     "decode_batches",
     "decode_fetched",
@@ -58,6 +61,7 @@ __all__ = [
     "local_path",
     "event_type",
     "page_through",
+    "session_file_stem",
     "poll_tail",
     "runtime_of",
     "session_info_of",
@@ -116,7 +120,12 @@ class Store(Protocol):
         ...
 
     def fork(self, source_id: str, new_id: str, *, upto_seq: int) -> None:
-        """Copy events ``0..upto_seq`` of ``source_id`` into a new session ``new_id``."""
+        """Copy events ``0..upto_seq`` of ``source_id`` into a new session ``new_id``.
+
+        ``upto_seq`` past the source's last seq copies it all (``fork_seq`` is the last
+        seq copied); ``-1`` copies nothing, and a session with no events is none: the
+        child appears with its first append. Below ``-1``: ValueError
+        (:func:`check_fork_point`)."""
         ...
 
     def delete(self, session_id: str) -> None:
@@ -130,6 +139,15 @@ class Store(Protocol):
     def close(self) -> None:
         """Release connections and files."""
         ...
+
+
+def check_fork_point(source_id: str, upto_seq: int) -> None:
+    """ValueError unless ``upto_seq`` can end a fork: a seq, or -1 for none."""
+    if isinstance(upto_seq, bool) or not isinstance(upto_seq, int) or upto_seq < -1:
+        raise ValueError(
+            f"session {source_id!r}: cannot fork up to seq {upto_seq!r} "
+            "(a seq of the session, or -1 for none)"
+        )
 
 
 def check_batch(session_id: str, events: Sequence[EventBase], expected_seq: int) -> None:
@@ -493,11 +511,34 @@ def local_path(url: str, scheme: str, what: str, *, special: tuple[str, ...] = (
     return path
 
 
+_MAX_QUOTED_NAME = 200
+"""The longest quoted id used as a file name as it is (file names stop at 255 bytes,
+and a JSONL fork's temporary file adds 37); a longer one is shortened and hashed."""
+_KEPT_OF_LONG_NAME = 64
+HASHED_NAME_MARK = "+"
+"""Separates a long id's kept start from its hash: ``quote`` never leaves a ``+``."""
+
+
+def session_file_stem(session_id: str) -> str:
+    """The file name (without suffix) of a session's files (JSONL, live locks): its id
+    quoted; for a long id, the start of that, ``+`` and the id's SHA-256 (names stop at
+    255 bytes)."""
+    quoted = quote(session_id, safe="")
+    if len(quoted) <= _MAX_QUOTED_NAME:
+        return quoted
+    kept = quoted[:_KEPT_OF_LONG_NAME]
+    escape = kept.find("%", len(kept) - 2)
+    if escape >= 0:  # do not keep half of an escape
+        kept = kept[:escape]
+    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{kept}{HASHED_NAME_MARK}{digest}"
+
+
 class LiveLocks:
     """Which sessions have a live writer, across the processes of one machine.
 
     A live :class:`~universal_event.log.SessionLog` holds an exclusive ``flock`` on a
-    small file per session (``<directory>/<quoted id>.lock``) for as long as it is open;
+    small file per session (``<directory>/<file stem>.lock``, :func:`session_file_stem`) for as long as it is open;
     the system drops it when the process ends, however it ends. Repair from another
     process asks :meth:`held_elsewhere` and refuses a session still being written: a
     repair appended to a running session would make the writer's next checkpoint fail,
@@ -509,7 +550,7 @@ class LiveLocks:
         self.directory = directory
 
     def _path(self, session_id: str) -> Path:
-        return self.directory / (quote(session_id, safe="") + ".lock")
+        return self.directory / (session_file_stem(session_id) + ".lock")
 
     def hold(self, session_id: str) -> Callable[[], None] | None:
         """Take the session's lock; returns its release, or None when another writer

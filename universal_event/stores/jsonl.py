@@ -1,6 +1,8 @@
 """JSONL store: one append-only file per session (``jsonl:///dir``).
 
-A session file ``<dir>/<quoted session id>.jsonl`` holds::
+A session file ``<dir>/<quoted session id>.jsonl`` (for an id too long to be a file name,
+``<dir>/<start of the quoted id>+<sha256 of the id>.jsonl``; ``+`` is never in a quoted
+id) holds::
 
     {"session_id":"s1","created":...,"runtime":...}     header (always the first line)
     {"type":"session/start","seq":0,...}                seq 0
@@ -25,7 +27,17 @@ the last seq in the file, and raises :class:`ConflictError` when another process
 there first: two processes never interleave lines, never leave a gap or a duplicate.
 The store keeps the files it appends to open between appends (the lock is still taken
 and released around each one); before writing it checks that the path still names the
-file it holds, so a session deleted or replaced by another process is reopened.
+file it holds, so a session deleted or replaced by another process is reopened. What it
+remembers of a file's end (to skip reading it back) is kept with that open descriptor:
+an inode number can be reused by a file created after the remembered one is deleted,
+but not while a descriptor holds it open. Readers remember where a file's lines end
+too; such a position is used only after the file's header line is found unchanged (it
+holds the session's creation time, so a session deleted and created again, even on
+the same inode, has another).
+
+The header records the runtime of the first batch. When that batch names none, the
+session's runtime is that of the first event that names one (as on the other
+backends), found by reading the events, once per store and session.
 
 Reads cut the file into runs of about ``DECODE_BATCH`` complete lines (by bytes, with no
 Python work per line) and decode each run as one JSON array (newlines become commas);
@@ -44,7 +56,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 import msgspec
 
@@ -52,17 +64,20 @@ from universal_event.errors import ConflictError, CorruptEventError, SessionNotF
 from universal_event.events import Event, EventBase
 from universal_event.stores._base import (
     DECODE_BATCH,
+    HASHED_NAME_MARK,
     Batches,
     FileLiveLocks,
     LiveLocks,
     SessionInfo,
     TailByPolling,
     check_batch,
+    check_fork_point,
     decode_page,
     decode_stored,
     encode_for,
     local_path,
     runtime_of,
+    session_file_stem,
 )
 
 __all__ = ["JsonlStore"]
@@ -99,19 +114,58 @@ class _LineHead(msgspec.Struct):
     seq: int | None = None
 
 
+class _SourceRuntime(msgspec.Struct):
+    runtime: str | None = None
+
+
+class _LineSource(msgspec.Struct):
+    """Just enough of an event line to read its runtime."""
+
+    source: _SourceRuntime | None = None
+
+
 _header_encoder = msgspec.json.Encoder()
 _lines_encoder = msgspec.json.Encoder()
 """``encode_lines`` in C: the same bytes as :func:`universal_event.codec.encode_lines`."""
 _header_decoder = msgspec.json.Decoder(_Header)
 _line_head_decoder = msgspec.json.Decoder(_LineHead)
+_sources_decoder = msgspec.json.Decoder(list[_LineSource])
+_source_decoder = msgspec.json.Decoder(_LineSource)
 
 
 class _Position(msgspec.Struct):
-    """A known point in a file: the line for ``seq + 1`` starts at byte ``offset``."""
+    """A known point in a file: the line for ``seq + 1`` starts at byte ``offset``;
+    ``header``: the file's header line, checked before the position is used."""
 
     inode: int
     seq: int
     offset: int
+    header: bytes
+
+
+class _Held:
+    """A session file kept open for appending, and what this store knows of it."""
+
+    __slots__ = ("fd", "identity", "header", "seq", "end")
+
+    def __init__(self, fd: int, identity: tuple[int, int]) -> None:
+        self.fd = fd
+        self.identity = identity
+        """(device, inode) of the open file."""
+        self.header: bytes | None = None
+        """Its header line, once read or written."""
+        self.seq = -1
+        self.end = -1
+        """The file ended at byte ``end`` with seq ``seq`` when this store last wrote to it
+        (or read its end) through this descriptor; -1: not known."""
+
+
+class _RuntimeScan(msgspec.Struct):
+    """How far a session file was searched for its runtime (``header`` names the file)."""
+
+    header: bytes
+    offset: int
+    runtime: str | None
 
 
 class JsonlStore(TailByPolling, FileLiveLocks):
@@ -128,9 +182,9 @@ class JsonlStore(TailByPolling, FileLiveLocks):
         self._appended = threading.Condition(threading.Lock())
         self._positions: dict[str, _Position] = {}
         self._paths: dict[str, Path] = {}
-        self._open_files: dict[str, tuple[int, tuple[int, int]]] = {}
-        """Session → descriptor of its file, unlocked between appends, and the file's
-        (device, inode) (insertion = LRU order)."""
+        self._open_files: dict[str, _Held] = {}
+        """Session → its file, unlocked between appends (insertion = LRU order)."""
+        self._runtimes: dict[str, _RuntimeScan] = {}
         self._live_locks = LiveLocks(self.directory / ".live")
 
     @classmethod
@@ -149,7 +203,9 @@ class JsonlStore(TailByPolling, FileLiveLocks):
         if path is None:
             if len(self._paths) >= _MAX_REMEMBERED_PATHS:
                 self._paths.clear()
-            path = self._paths[session_id] = self.directory / (quote(session_id, safe="") + _SUFFIX)
+            path = self._paths[session_id] = self.directory / (
+                session_file_stem(session_id) + _SUFFIX
+            )
         return path
 
     # ------------------------------------------------------------------ writes
@@ -162,13 +218,14 @@ class JsonlStore(TailByPolling, FileLiveLocks):
                 if expected_seq != 0:
                     raise ConflictError(session_id, expected_seq, 0)
                 return
-            fd, stat = locked
+            held, stat = locked
+            fd = held.fd
             try:
-                known = self._positions.get(session_id)
-                if known and (known.inode, known.offset) == (stat.st_ino, stat.st_size):
-                    size, last_seq = stat.st_size, known.seq  # nobody wrote since we did
+                if held.end == stat.st_size:
+                    size, last_seq = held.end, held.seq  # nobody wrote since we did
                 else:
-                    size, last_seq = _settle_end(session_id, fd, stat.st_size)
+                    size, last_seq, held.header = _settle_end(session_id, fd, stat.st_size)
+                    held.seq, held.end = last_seq, size
                 if last_seq + 1 != expected_seq:
                     raise ConflictError(session_id, expected_seq, last_seq + 1)
                 if not events:
@@ -178,88 +235,148 @@ class JsonlStore(TailByPolling, FileLiveLocks):
                     header = _Header(
                         session_id=session_id, created=time.time(), runtime=runtime_of(events)
                     )
-                    data = _header_encoder.encode(header) + b"\n" + data
+                    held.header = _header_encoder.encode(header) + b"\n"
+                    data = held.header + data
+                held.end = -1  # unknown until the write is whole
                 _write_all(fd, data)
                 if self._fsync:
                     os.fsync(fd)
                     if size == 0:
                         _fsync_directory(self.directory)
-                self._positions[session_id] = _Position(
-                    stat.st_ino, events[-1].seq, size + len(data)
-                )
+                held.seq, held.end = events[-1].seq, size + len(data)
+                if held.header is not None:
+                    self._positions[session_id] = _Position(
+                        stat.st_ino, held.seq, held.end, held.header
+                    )
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         with self._appended:
             self._appended.notify_all()
 
-    def _lock_file(self, session_id: str, *, create: bool) -> tuple[int, os.stat_result] | None:
-        """The session file's descriptor, holding its flock, and the file's stat;
-        ``None`` when it does not exist.
+    def _lock_file(self, session_id: str, *, create: bool) -> tuple[_Held, os.stat_result] | None:
+        """The session's kept file, its descriptor holding the flock, and the file's
+        stat; ``None`` when it does not exist.
 
         A kept descriptor is reused when the path still names its file (another process
         may have deleted the session, or deleted and created it again, since): the
         path's stat, taken under the lock, must show the inode the descriptor was opened
-        on. That one ``stat`` also gives the size the append starts at (syscalls cost
-        2-4 µs each here; an append used to make three).
+        on (which no other file can have while the descriptor holds it open). That one
+        ``stat`` also gives the size the append starts at (syscalls cost 2-4 µs each
+        here; an append used to make three).
         """
         path = self._path(session_id)
         held = self._open_files.pop(session_id, None)
         if held is not None:
-            fd, identity = held
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            fcntl.flock(held.fd, fcntl.LOCK_EX)
             try:
                 stat = os.stat(path)
             except FileNotFoundError:
                 stat = None
-            if stat is not None and (stat.st_dev, stat.st_ino) == identity:
+            if stat is not None and (stat.st_dev, stat.st_ino) == held.identity:
                 self._open_files[session_id] = held  # now the most recently used
-                return fd, stat
-            os.close(fd)
+                return held, stat
+            os.close(held.fd)
         opened = _open_locked(path, create=create)
         if opened is None:
             return None
         while len(self._open_files) >= _MAX_OPEN_FILES:
-            os.close(self._open_files.pop(next(iter(self._open_files)))[0])
+            os.close(self._open_files.pop(next(iter(self._open_files))).fd)
         fd, stat = opened
-        self._open_files[session_id] = (fd, (stat.st_dev, stat.st_ino))
-        return opened
+        held = self._open_files[session_id] = _Held(fd, (stat.st_dev, stat.st_ino))
+        return held, stat
 
     def _close_file(self, session_id: str) -> None:
         held = self._open_files.pop(session_id, None)
         if held is not None:
-            os.close(held[0])
+            os.close(held.fd)
 
     def fork(self, source_id: str, new_id: str, *, upto_seq: int) -> None:
-        """Write the copy to a temporary file, then link it in (atomic, never clobbers)."""
-        source = self.session_info(source_id)
-        last = min(upto_seq, source.event_count - 1)
-        header = _Header(
-            session_id=new_id,
-            created=time.time(),
-            runtime=source.runtime,
-            parent_id=source_id,
-            fork_seq=last,
-        )
-        final = self._path(new_id)
-        temporary = final.with_name(f"{final.name}.{uuid.uuid4().hex}.tmp")
+        """Write the copy to a temporary file, then link it in (atomic; replaces only a
+        file holding no event).
+
+        The source is read through one descriptor, opened first: a source deleted or
+        replaced meanwhile by another process is copied as it was when opened (its
+        lines are never changed), and the child's ``fork_seq`` is the last seq copied.
+        """
+        check_fork_point(source_id, upto_seq)
         try:
-            with open(temporary, "wb") as out:
-                out.write(_header_encoder.encode(header) + b"\n")
-                for event in self.read(source_id, 0, last + 1):
-                    out.write(encode_for(new_id, event) + b"\n")
-                out.flush()
-                if self._fsync:
-                    os.fsync(out.fileno())
+            handle = open(self._path(source_id), "rb")
+        except FileNotFoundError:
+            raise SessionNotFoundError(source_id) from None
+        with handle:
+            size = os.fstat(handle.fileno()).st_size
+            found = _read_header(source_id, handle)
+            if found is None:
+                raise SessionNotFoundError(source_id)
+            source, header_line = found
+            source_last = _last_seq(source_id, handle.fileno(), size)
+            if source_last < 0:
+                raise SessionNotFoundError(source_id)  # a session without events is none
+            last = min(upto_seq, source_last)
+            if last < 0:
+                latest = self.latest_seq(new_id)
+                if latest >= 0:
+                    raise ConflictError(new_id, 0, latest + 1)
+                return  # nothing to copy: a session without events is none
+            runtime = source.runtime or self._runtime(source_id, handle, header_line)
+            header = _Header(
+                session_id=new_id,
+                created=time.time(),
+                runtime=runtime,
+                parent_id=source_id,
+                fork_seq=last,
+            )
+            final = self._path(new_id)
+            temporary = final.with_name(f"{final.name}.{uuid.uuid4().hex}.tmp")
             try:
-                os.link(temporary, final)
-            except FileExistsError:
-                raise ConflictError(new_id, 0, self.latest_seq(new_id) + 1) from None
-        finally:
-            temporary.unlink(missing_ok=True)
+                with open(temporary, "wb") as out:
+                    out.write(_header_encoder.encode(header) + b"\n")
+                    handle.seek(0)
+                    copied = 0
+                    for batch in self._read_from(source_id, handle, 0, last + 1):
+                        for event in batch:
+                            out.write(encode_for(new_id, event) + b"\n")
+                            copied += 1
+                    if copied != last + 1:
+                        raise CorruptEventError(
+                            source_id, copied, f"fork copied {copied} of {last + 1} events"
+                        )
+                    out.flush()
+                    if self._fsync:
+                        os.fsync(out.fileno())
+                self._link_in(new_id, temporary, final)
+            finally:
+                temporary.unlink(missing_ok=True)
         if self._fsync:
             _fsync_directory(self.directory)
         with self._appended:
             self._appended.notify_all()
+
+    def _link_in(self, new_id: str, temporary: Path, final: Path) -> None:
+        """Make ``temporary`` the session file of ``new_id``: linked in when there is
+        none; put in place of one that holds no event (a first write cut short, or in
+        flight: its writer holds the lock, and finds the fork's events once it is
+        released); else :class:`ConflictError`."""
+        while True:
+            try:
+                os.link(temporary, final)
+                return
+            except FileExistsError:
+                pass
+            opened = _open_locked(final, create=False)
+            if opened is None:
+                continue  # deleted meanwhile: link again
+            fd, stat = opened
+            try:
+                end = _last_newline_end(fd, stat.st_size)
+                _check_own_file(new_id, fd, end)  # another's file is never replaced
+                latest = _last_seq(new_id, fd, end)
+                if latest >= 0:
+                    raise ConflictError(new_id, 0, latest + 1)
+                os.replace(temporary, final)  # under the lock of the file it replaces
+                return
+            finally:
+                os.close(fd)
 
     def delete(self, session_id: str) -> None:
         path = self._path(session_id)
@@ -272,6 +389,7 @@ class JsonlStore(TailByPolling, FileLiveLocks):
             try:
                 path.unlink()
                 self._positions.pop(session_id, None)
+                self._runtimes.pop(session_id, None)
             finally:
                 os.close(fd)
 
@@ -287,45 +405,62 @@ class JsonlStore(TailByPolling, FileLiveLocks):
         except FileNotFoundError:
             return
         with handle:
-            inode = os.fstat(handle.fileno()).st_ino
-            seq = self._seek(session_id, handle, inode, max(start, 0))
-            if seq is None:
-                return
-            offset = handle.tell()
-            while seq < start:  # lines before the range: skipped, not decoded
-                line = handle.readline()
-                if not line.endswith(b"\n"):
-                    return
-                offset += len(line)
-                seq += 1
-            for group in _line_groups(handle) if end is None or seq < end else ():
-                count, events = _decode_run(session_id, seq, group, end)
-                yield events
-                seq += count
-                if end is not None and seq >= end:
-                    offset += _nth_newline_end(group, count)
-                    break
-                offset += len(group)
-            with self._lock:
-                known = self._positions.get(session_id)
-                if seq > 0 and (known is None or known.inode != inode or known.seq < seq - 1):
-                    self._positions[session_id] = _Position(inode, seq - 1, offset)
+            yield from self._read_from(session_id, handle, start, end)
 
-    def _seek(self, session_id: str, handle: Any, inode: int, start: int) -> int | None:
-        """Position ``handle`` at the first line to read; return that line's seq.
+    def _read_from(self, session_id: str, handle: Any, start: int, end: int | None) -> Batches:
+        """The events of an open session file (``handle`` at its start)."""
+        inode = os.fstat(handle.fileno()).st_ino
+        found = self._seek(session_id, handle, inode, max(start, 0))
+        if found is None:
+            return
+        seq, header = found
+        offset = handle.tell()
+        while seq < start:  # lines before the range: skipped, not decoded
+            line = handle.readline()
+            if not line.endswith(b"\n"):
+                return
+            offset += len(line)
+            seq += 1
+        for group in _line_groups(handle) if end is None or seq < end else ():
+            count, events = _decode_run(session_id, seq, group, end)
+            yield events
+            seq += count
+            if end is not None and seq >= end:
+                offset += _nth_newline_end(group, count)
+                break
+            offset += len(group)
+        with self._lock:
+            known = self._positions.get(session_id)
+            if seq > 0 and (
+                known is None
+                or (known.inode, known.header) != (inode, header)
+                or known.seq < seq - 1
+            ):
+                self._positions[session_id] = _Position(inode, seq - 1, offset, header)
+
+    def _seek(
+        self, session_id: str, handle: Any, inode: int, start: int
+    ) -> tuple[int, bytes] | None:
+        """Position ``handle`` at the first line to read; return that line's seq and the
+        file's header line.
 
         Uses the last known position when it is at or before ``start`` (tailing and
-        re-reading the end of a long session stay cheap); otherwise checks the header
-        and starts at seq 0. ``None``: the file holds no complete header yet.
+        re-reading the end of a long session stay cheap) and the file is the one it was
+        taken in: same inode and same header line (a session deleted and created again
+        may get the inode back, never the header); otherwise checks the header and
+        starts at seq 0. ``None``: the file holds no complete header yet.
         """
         with self._lock:
             known = self._positions.get(session_id)
         if known is not None and known.inode == inode and known.seq < start:
-            size = os.fstat(handle.fileno()).st_size
-            if known.offset <= size:
+            fd = handle.fileno()
+            if known.offset <= os.fstat(fd).st_size and (
+                os.pread(fd, len(known.header), 0) == known.header
+            ):
                 handle.seek(known.offset)
-                return known.seq + 1
-        return None if _read_header(session_id, handle) is None else 0
+                return known.seq + 1, known.header
+        found = _read_header(session_id, handle)
+        return None if found is None else (0, found[1])
 
     def latest_seq(self, session_id: str) -> int:
         try:
@@ -344,7 +479,9 @@ class JsonlStore(TailByPolling, FileLiveLocks):
         :class:`CorruptEventError`."""
         found: list[SessionInfo] = []
         for path in sorted(self.directory.glob("*" + _SUFFIX)):
-            session_id = unquote(path.name[: -len(_SUFFIX)])
+            session_id = self._session_of(path)
+            if session_id is None:
+                continue
             try:
                 found.append(self.session_info(session_id))
             except SessionNotFoundError:
@@ -353,21 +490,46 @@ class JsonlStore(TailByPolling, FileLiveLocks):
                 _log.warning("skipping session %r in the listing: %s", session_id, exc)
         return sorted(found, key=lambda info: info.session_id)
 
+    def _session_of(self, path: Path) -> str | None:
+        """The session id a file in the directory is named for. A hashed name (a long
+        id) is read from the file's header and must hash to the name; otherwise (a
+        user's file) None, with a logged warning."""
+        stem = path.name[: -len(_SUFFIX)]
+        if HASHED_NAME_MARK not in stem:
+            return unquote(stem)
+        try:
+            with open(path, "rb") as handle:
+                line = handle.readline()
+                if not line.endswith(b"\n"):
+                    return None  # no session yet (a first write in flight, or cut short)
+                header = _header_decoder.decode(line)
+        except FileNotFoundError:
+            return None
+        except (OSError, msgspec.DecodeError) as exc:
+            _log.warning("skipping %s in the listing: no session header: %s", path.name, exc)
+            return None
+        if self._path(header.session_id).name != path.name:
+            _log.warning("skipping %s in the listing: not named for its session", path.name)
+            return None
+        return header.session_id
+
     def session_info(self, session_id: str) -> SessionInfo:
         try:
             with open(self._path(session_id), "rb") as handle:
                 stat = os.fstat(handle.fileno())
-                header = _read_header(session_id, handle)
-                if header is None:
+                found = _read_header(session_id, handle)
+                if found is None:
                     raise SessionNotFoundError(session_id)
+                header, header_line = found
                 last = _last_seq(session_id, handle.fileno(), stat.st_size)
+                if last < 0:
+                    raise SessionNotFoundError(session_id)
+                runtime = header.runtime or self._runtime(session_id, handle, header_line)
         except FileNotFoundError:
             raise SessionNotFoundError(session_id) from None
-        if last < 0:
-            raise SessionNotFoundError(session_id)
         return SessionInfo(
             session_id=session_id,
-            runtime=header.runtime,
+            runtime=runtime,
             created=header.created,
             last_activity=stat.st_mtime,
             event_count=last + 1,
@@ -375,14 +537,58 @@ class JsonlStore(TailByPolling, FileLiveLocks):
             fork_seq=header.fork_seq,
         )
 
+    def _runtime(self, session_id: str, handle: Any, header_line: bytes) -> str | None:
+        """The runtime of the session's first event that names one (its header names
+        none); ``handle`` reads on after the header.
+
+        What was searched is remembered (by the header line, which tells the file), so
+        asking again reads only the lines appended since.
+        """
+        with self._lock:
+            scan = self._runtimes.get(session_id)
+        if scan is None or scan.header != header_line:
+            scan = _RuntimeScan(header=header_line, offset=len(header_line), runtime=None)
+        elif scan.runtime is not None:
+            return scan.runtime
+        handle.seek(scan.offset)
+        offset = scan.offset
+        runtime = None
+        for group in _line_groups(handle):
+            runtime = _first_runtime(group)
+            if runtime is not None:
+                break
+            offset += len(group)
+        with self._lock:
+            if len(self._runtimes) >= _MAX_REMEMBERED_PATHS:
+                self._runtimes.clear()
+            self._runtimes[session_id] = _RuntimeScan(
+                header=header_line, offset=offset, runtime=runtime
+            )
+        return runtime
+
     def close(self) -> None:
         """Close the session files kept open for appending."""
         with self._lock:
             while self._open_files:
-                os.close(self._open_files.popitem()[1][0])
+                os.close(self._open_files.popitem()[1].fd)
 
 
 # ---------------------------------------------------------------------- file helpers
+
+
+def _first_runtime(run: bytes) -> str | None:
+    """The runtime of the first event line in ``run`` (complete lines) naming one.
+    Lines that do not decode are passed over: reading the session reports them."""
+    try:
+        lines = _sources_decoder.decode(b"[" + run[:-1].replace(b"\n", b",") + b"]")
+    except msgspec.DecodeError:
+        lines = []
+        for line in run[:-1].split(b"\n"):
+            try:
+                lines.append(_source_decoder.decode(line))
+            except msgspec.DecodeError:
+                continue
+    return next((line.source.runtime for line in lines if line.source is not None), None)
 
 
 def _open_locked(path: Path, *, create: bool) -> tuple[int, os.stat_result] | None:
@@ -410,24 +616,26 @@ def _open_locked(path: Path, *, create: bool) -> tuple[int, os.stat_result] | No
         os.close(fd)
 
 
-def _settle_end(session_id: str, fd: int, size: int) -> tuple[int, int]:
-    """Cut a torn last line (caller holds the lock); return (size, last seq).
+def _settle_end(session_id: str, fd: int, size: int) -> tuple[int, int, bytes | None]:
+    """Cut a torn last line (caller holds the lock); return (size, last seq, header
+    line; None when the file has none yet).
 
     Only a file shown to be this session's is cut (see :func:`_check_own_file`): the
     directory may hold files the store did not write, and those are not its to change.
     """
     if size == 0:
-        return 0, -1
+        return 0, -1, None
     end = _last_newline_end(fd, size)
-    _check_own_file(session_id, fd, end)
+    header = _check_own_file(session_id, fd, end)
     if end != size:
         os.ftruncate(fd, end)
         os.fsync(fd)
-    return end, _last_seq(session_id, fd, end)
+    return end, _last_seq(session_id, fd, end), header
 
 
-def _check_own_file(session_id: str, fd: int, end: int) -> None:
-    """Raise :class:`CorruptEventError` unless the file is this session's.
+def _check_own_file(session_id: str, fd: int, end: int) -> bytes | None:
+    """Raise :class:`CorruptEventError` unless the file is this session's; return its
+    header line (None when it has no complete line).
 
     ``end``: just past the file's last newline. A file with a complete first line must
     start with this session's header (the rule readers apply). A file with no complete
@@ -435,9 +643,11 @@ def _check_own_file(session_id: str, fd: int, end: int) -> None:
     session's header line; then cutting it loses nothing acknowledged.
     """
     if end > 0:
-        _decode_header(session_id, _first_line(fd))
-        return
+        line = _first_line(fd)
+        _decode_header(session_id, line)
+        return line
     _check_header_start(session_id, os.pread(fd, len(_header_start(session_id)), 0))
+    return None
 
 
 def _header_start(session_id: str) -> bytes:
@@ -510,8 +720,9 @@ def _seq_after(session_id: str, fd: int, end: int) -> int | None:
         return None
 
 
-def _read_header(session_id: str, handle: Any) -> _Header | None:
-    """The header at the start of the session's file (``handle`` reads on after it).
+def _read_header(session_id: str, handle: Any) -> tuple[_Header, bytes] | None:
+    """The header at the start of the session's file, and its line (``handle`` reads on
+    after it).
 
     ``None`` when the file holds no complete header line yet (a first write in flight,
     or cut short); :class:`CorruptEventError` when the file is not this session's.
@@ -520,7 +731,7 @@ def _read_header(session_id: str, handle: Any) -> _Header | None:
     if not first.endswith(b"\n"):
         _check_header_start(session_id, first)
         return None
-    return _decode_header(session_id, first)
+    return _decode_header(session_id, first), first
 
 
 def _decode_header(session_id: str, line: bytes) -> _Header:

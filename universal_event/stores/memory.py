@@ -10,7 +10,7 @@ import msgspec
 
 from universal_event.errors import ConflictError, SessionNotFoundError
 from universal_event.events import Event, EventBase
-from universal_event.stores._base import SessionInfo, check_batch
+from universal_event.stores._base import SessionInfo, check_batch, check_fork_point
 
 __all__ = ["MemoryStore"]
 
@@ -63,6 +63,7 @@ class MemoryStore:
             raise SessionNotFoundError(session_id) from None
 
     def fork(self, source_id: str, new_id: str, *, upto_seq: int) -> None:
+        check_fork_point(source_id, upto_seq)
         with self._changed:
             if source_id not in self._events:
                 raise SessionNotFoundError(source_id)
@@ -72,6 +73,8 @@ class MemoryStore:
                 msgspec.structs.replace(event, session_id=new_id)
                 for event in self._events[source_id][: upto_seq + 1]
             ]
+            if not copied:
+                return  # a session without events is none (as on the durable stores)
             self._events[new_id] = copied
             now = time.time()
             self._info[new_id] = SessionInfo(
@@ -81,7 +84,7 @@ class MemoryStore:
                 last_activity=now,
                 event_count=len(copied),
                 parent_id=source_id,
-                fork_seq=upto_seq,
+                fork_seq=copied[-1].seq,
             )
 
     def delete(self, session_id: str) -> None:
