@@ -27,7 +27,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import chain
 from pathlib import Path
 from typing import Any, NoReturn, Protocol, runtime_checkable
 from urllib.parse import quote, unquote, urlsplit
@@ -60,7 +59,6 @@ __all__ = [
     "encode_row_values",
     "local_path",
     "event_type",
-    "page_through",
     "session_file_stem",
     "poll_tail",
     "runtime_of",
@@ -416,39 +414,6 @@ def decode_page(session_id: str, start: int, count: int | None, array: bytes) ->
             return None
         seq += 1
     return events
-
-
-def page_through(
-    start: int,
-    end: int | None,
-    read_page: Callable[[int, int], tuple[int, Batches]],
-    page_size: int = READ_PAGE_SIZE,
-) -> Iterator[Event]:
-    """Stream ``start <= seq < end`` in pages of ``page_size`` rows (bounded memory).
-
-    ``read_page(first, stop)`` returns how many rows the page holds and its events in
-    batches; a short page (or an empty one) is the end of the session. Lazy: nothing
-    is read before the first event is asked for.
-    """
-    return chain.from_iterable(_pages(start, end, read_page, page_size))
-
-
-def _pages(
-    start: int,
-    end: int | None,
-    read_page: Callable[[int, int], tuple[int, Batches]],
-    page_size: int,
-) -> Batches:
-    position = max(start, 0)
-    while end is None or position < end:
-        page_end = position + page_size
-        if end is not None:
-            page_end = min(end, page_end)
-        found, batches = read_page(position, page_end)
-        yield from batches
-        if found < page_end - position:
-            return
-        position = page_end
 
 
 def check_read_end(
