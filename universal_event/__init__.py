@@ -31,6 +31,7 @@ from universal_event.errors import (
     StoreError,
     StoreNotFoundError,
     StoreURLError,
+    StreamError,
     SurfaceError,
     UniversalEventError,
 )
@@ -162,6 +163,7 @@ __all__ = [
     "StoreError",
     "StoreNotFoundError",
     "StoreURLError",
+    "StreamError",
     "Surface",
     "SurfaceError",
     "SurfaceEvent",

@@ -17,11 +17,17 @@ The tree::
     │   ├── SessionNotFoundError   no such session
     │   └── StoreURLError          a store URL with a scheme no backend serves
     ├── LiveSessionError           repair was asked of a session that is still live
+    ├── StreamError                a server ended an event stream it could not go on with
     ├── RenderError                a history cannot be rendered for the target
     └── NotAvailableError          a feature that this build does not provide (yet)
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from universal_event.events import Event
 
 __all__ = [
     "AdapterError",
@@ -38,6 +44,7 @@ __all__ = [
     "StoreError",
     "StoreNotFoundError",
     "StoreURLError",
+    "StreamError",
     "SurfaceError",
     "UniversalEventError",
 ]
@@ -166,6 +173,20 @@ class StoreURLError(StoreError, ValueError):
 
 class LiveSessionError(UniversalEventError):
     """Repair refuses a session that still has a live writer."""
+
+
+class StreamError(UniversalEventError):
+    """The server ended a session's event stream with a ``stream-error`` frame (a stored
+    event it cannot read). ``code``, ``session_id`` and ``seq`` are the frame's;
+    ``events`` the events the same input held before it (already read, not lost)."""
+
+    def __init__(self, error: dict[str, object], events: list[Event]) -> None:
+        self.code = str(error.get("code") or "stream_failed")
+        session_id, seq = error.get("session_id"), error.get("seq")
+        self.session_id = session_id if isinstance(session_id, str) else None
+        self.seq = seq if isinstance(seq, int) else None
+        self.events = events
+        super().__init__(f"the server ended the stream ({self.code}): {error.get('message')}")
 
 
 class ProjectionError(UniversalEventError):

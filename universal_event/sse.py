@@ -38,11 +38,12 @@ import msgspec
 
 from universal_event._sse_frames import SSEDecoder
 from universal_event.codec import decode, encode
-from universal_event.errors import DecodeError
+from universal_event.errors import DecodeError, StreamError
 from universal_event.events import Event, EventBase
 
 __all__ = [
     "KEEPALIVE",
+    "STREAM_ERROR_EVENT",
     "SSEEventDecoder",
     "SSEMessage",
     "encode_event",
@@ -139,5 +140,29 @@ class SSEEventDecoder:
         return messages
 
     def feed_events(self, chunk: bytes) -> list[Event]:
-        """The Universal Events that ``chunk`` completes (``: comments`` skipped)."""
-        return [decode(message.data) for message in self.feed(chunk) if message.data]
+        """The Universal Events that ``chunk`` completes (``: comments`` skipped).
+
+        A ``stream-error`` frame (the server cannot go on: a stored event it cannot
+        read) raises :class:`~universal_event.errors.StreamError`, which carries the
+        events ``chunk`` held before it.
+        """
+        events: list[Event] = []
+        for message in self.feed(chunk):
+            if message.event == STREAM_ERROR_EVENT:
+                raise StreamError(_error_body(message.data), events)
+            if message.data:
+                events.append(decode(message.data))
+        return events
+
+
+STREAM_ERROR_EVENT = "stream-error"
+"""The SSE event name of the frame that ends a stream the server cannot go on with."""
+
+
+def _error_body(data: str) -> dict[str, object]:
+    try:
+        body = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return {"message": data}
+    error = body.get("error") if isinstance(body, dict) else None
+    return error if isinstance(error, dict) else {"message": data}

@@ -11,8 +11,12 @@ Routes::
     GET  /view/{id}                      the session viewer (HTML + EventSource)
     GET  /healthz
 
-Errors are JSON: ``{"error": {"code": "...", "message": "..."}}`` with a 4xx/5xx status,
-and a refused write appends nothing.
+Errors are JSON: ``{"error": {"code": "...", "message": "..."}}`` with a 4xx/5xx status
+(some add fields: ``event_id`` and ``seq`` for an id stored with another body, 409;
+``session_id`` and ``seq`` for a corrupt stored event, 500), and a refused write
+appends nothing. Unknown routes (404), wrong methods (405), store failures (503 with
+``Retry-After``: other writers kept appending first, or the store is unavailable) and
+unexpected errors (500) answer in the same format.
 
 Auth (unless the app runs without tokens, ``--dev``): ``Authorization: Bearer TOKEN``;
 for GET requests also ``?token=TOKEN``, because a browser's EventSource cannot set
@@ -22,8 +26,9 @@ headers. Writing needs ``write`` on the session, everything else ``read``.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
 from importlib import resources
@@ -32,23 +37,34 @@ from typing import Any
 import anyio.to_thread
 import msgspec
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from universal_event.errors import DecodeError, RenderError, SessionNotFoundError, SurfaceError
+from universal_event.errors import (
+    CorruptEventError,
+    DecodeError,
+    EventIdConflictError,
+    RenderError,
+    SessionNotFoundError,
+    StoreError,
+    SurfaceError,
+)
 from universal_event.events import EVENT_TYPES
 from universal_event.server._auth import Right, Tokens
 from universal_event.server._hub import Hub
 from universal_event.server._ingest import BadInput, Limits, parse_body
 from universal_event.server._stream import EventStream
-from universal_event.server._writer import IdempotencyKeyReused, SessionWriters
+from universal_event.server._writer import IdempotencyKeyReused, SessionWriters, WriteContention
 from universal_event.sse import resume_after
 from universal_event.stores import Store
 
 __all__ = ["create_app"]
 
-_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$")
+logger = logging.getLogger("universal_event.server")
+
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}")
 _RENDER_MODULES = {
     "anthropic": "adapters.anthropic",
     "openai-chat": "adapters.openai_chat",
@@ -64,8 +80,56 @@ class _Json(Response):
         return _json.encode(content)
 
 
-def _error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+def _error(
+    status: int,
+    code: str,
+    message: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    **details: Any,
+) -> JSONResponse:
+    return JSONResponse(
+        {"error": {"code": code, "message": message, **details}},
+        status_code=status,
+        headers=headers,
+    )
+
+
+_RETRY_AFTER = {"Retry-After": "1"}
+
+
+def _store_error(exc: StoreError) -> JSONResponse:
+    """The reply to a store failure (the store is the source of truth: nothing is done)."""
+    if isinstance(exc, SessionNotFoundError):
+        return _error(404, "session_not_found", str(exc))
+    if isinstance(exc, CorruptEventError):
+        logger.error("%s", exc)
+        return _error(500, "corrupt_event", str(exc), session_id=exc.session_id, seq=exc.seq)
+    if isinstance(exc, WriteContention):
+        return _error(503, "write_contention", str(exc), headers=_RETRY_AFTER)
+    logger.error("store error: %s", exc, exc_info=exc)
+    return _error(503, "store_unavailable", f"the store failed: {exc}", headers=_RETRY_AFTER)
+
+
+async def _on_http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    codes = {404: "not_found", 405: "method_not_allowed"}
+    code = codes.get(exc.status_code, "http_error")
+    message = exc.detail
+    if exc.status_code == 404:
+        message = f"no route for {request.method} {request.url.path[:200]}"
+    elif exc.status_code == 405:
+        message = f"{request.method} is not allowed on {request.url.path[:200]}"
+    return _error(exc.status_code, code, message, headers=exc.headers)
+
+
+async def _on_store_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StoreError)
+    return _store_error(exc)
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> Response:
+    return _error(500, "internal_error", f"{type(exc).__name__} (see the server's log)")
 
 
 class _ControlPlane:
@@ -86,6 +150,8 @@ class _ControlPlane:
         self.hub = Hub(
             store,
             client_buffer=limits.client_buffer_events,
+            client_buffer_bytes=limits.client_buffer_bytes,
+            send_timeout=limits.send_timeout,
             tail_timeout=tail_timeout,
             keepalive=keepalive,
         )
@@ -118,13 +184,18 @@ class _ControlPlane:
 
     def _session(self, request: Request, right: Right) -> tuple[str, Response | None]:
         session_id: str = request.path_params["session_id"]
-        if not _SESSION_ID.match(session_id):
+        if not _SESSION_ID.fullmatch(session_id):
             return session_id, _error(
                 400,
                 "bad_session_id",
                 f"session id {session_id[:80]!r} must match {_SESSION_ID.pattern}",
             )
         return session_id, self._refuse(request, session_id, right)
+
+    async def events(self, request: Request) -> Response:
+        if request.method == "POST":
+            return await self.post_events(request)
+        return await self.get_events(request)
 
     # ------------------------------------------------------------ write
 
@@ -153,12 +224,21 @@ class _ControlPlane:
                         session_id,
                         parsed.events,
                         idempotency_key=parsed.idempotency_key,
+                        # Ids derived from a native stream: its adapter may stamp
+                        # details anew, so a retry is known by its id alone.
+                        check_bodies=request.query_params.get("from") is None,
                     )
                 )
             except IdempotencyKeyReused as exc:
                 return _error(422, "idempotency_key_reused", str(exc))
+            except EventIdConflictError as exc:
+                return _error(
+                    409, "event_id_conflict", str(exc), event_id=exc.event_id, seq=exc.seq
+                )
             except SurfaceError as exc:
                 return _error(422, "bad_surface_intent", str(exc))
+            except StoreError as exc:
+                return _store_error(exc)
             self.hub.published_locally(session_id, result.appended)
         body_out: dict[str, Any] = {
             "appended": len(result.appended),
@@ -194,7 +274,7 @@ class _ControlPlane:
                 request.headers.get("last-event-id"), request.query_params.get("after")
             )
         except DecodeError as exc:
-            return _error(400, "bad_resume_position", str(exc))
+            return _error(400, "bad_resume_position", exc.problem)
         follow = request.query_params.get("follow", "1") not in ("0", "false", "no")
         return EventStream(
             hub=self.hub,
@@ -260,7 +340,16 @@ class _ControlPlane:
         return Response(_static("viewer.js"), media_type="text/javascript; charset=utf-8")
 
     async def healthz(self, request: Request) -> Response:
-        return _Json({"ok": True, "overflow_disconnects": self.hub.overflow_disconnects})
+        hub = self.hub
+        return _Json(
+            {
+                "ok": True,
+                "overflow_disconnects": hub.overflow_disconnects,
+                "send_timeouts": hub.send_timeouts,
+                "feed_failures": hub.feed_failures,
+                "open_streams": len(hub.streams),
+            }
+        )
 
 
 def _open_log(store: Store, session_id: str) -> Any:
@@ -313,10 +402,17 @@ def create_app(
         yield
         await plane.hub.stop()
 
+    # Starlette's own 404/405 and 500 replies are plain text; these keep the format.
+    exception_handlers: dict[Any, Any] = {
+        HTTPException: _on_http_exception,
+        StoreError: _on_store_error,
+        Exception: _on_unexpected,
+    }
+
     app = Starlette(
         routes=[
-            Route("/sessions/{session_id}/events", plane.post_events, methods=["POST"]),
-            Route("/sessions/{session_id}/events", plane.get_events, methods=["GET"]),
+            # One route for both methods, so a 405 names both in its ``Allow``.
+            Route("/sessions/{session_id}/events", plane.events, methods=["GET", "POST"]),
             Route("/sessions/{session_id}/messages", plane.get_messages, methods=["GET"]),
             Route("/sessions/{session_id}/render", plane.get_render, methods=["GET"]),
             Route("/sessions", plane.list_sessions, methods=["GET"]),
@@ -325,6 +421,7 @@ def create_app(
             Route("/healthz", plane.healthz, methods=["GET"]),
         ],
         lifespan=lifespan,
+        exception_handlers=exception_handlers,
     )
     app.state.control_plane = plane
     return app

@@ -13,6 +13,12 @@ from the request: with an ``Idempotency-Key`` header, ``<key>~<fingerprint>-<ind
 hash being of the runtime and the body. A retried POST (same body, or same key and
 body) therefore yields the same ids and appends nothing; the same key with another
 body is refused by the writer (422), not half applied.
+
+An ``Idempotency-Key`` applies to the events sent without an id: an event that
+carries its own id is de-duplicated by that id alone (and refused, 409, when the id is
+stored with another body; see :mod:`universal_event.server._writer`). Ids of the shape
+keys produce (``<key>~<12 hex digits>-<index>``) are reserved for them: an event sent
+with such an id is refused (422), or it would block the key.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ import msgspec
 from universal_event.codec import decode, encode
 from universal_event.errors import AdapterError, DecodeError
 from universal_event.events import Event
-from universal_event.server._writer import keyed_id
+from universal_event.server._hub import DEFAULT_BUFFER_BYTES, DEFAULT_SEND_TIMEOUT
+from universal_event.server._writer import is_keyed_id, keyed_id
 
 __all__ = ["BadInput", "Limits", "ParsedBody", "parse_body"]
 
@@ -44,6 +51,10 @@ class Limits:
     max_events_per_request: int = 10_000
     client_buffer_events: int = 4096
     """SSE frames queued per client before it is disconnected (and resumes)."""
+    client_buffer_bytes: int = DEFAULT_BUFFER_BYTES
+    """Bytes of SSE frames queued per client before it is disconnected (and resumes)."""
+    send_timeout: float = DEFAULT_SEND_TIMEOUT
+    """Seconds a write to an SSE client may wait for it to read before it is dropped."""
 
 
 class BadInput(Exception):
@@ -101,6 +112,13 @@ def parse_body(
                 "session_mismatch",
                 f"event {index} belongs to session {event.session_id!r}, "
                 f"not {session_id!r} (the URL's)",
+            )
+        if runtime is None and event.id and is_keyed_id(event.id):
+            raise BadInput(
+                422,
+                "reserved_event_id",
+                f"event {index} has id {event.id[:120]!r}, of the shape reserved for ids "
+                "made from an Idempotency-Key (KEY~FINGERPRINT-INDEX); choose another id",
             )
         if runtime is not None or not event.id:
             derived = (
@@ -166,4 +184,20 @@ def _one(raw: bytes, index: int, limits: Limits) -> Event:
     try:
         return decode(raw)
     except DecodeError as exc:
+        if _truncated(raw):  # a body cut short is not JSON, whatever it was meant to be
+            raise BadInput(
+                400, "invalid_json", f"event {index} is not JSON: {exc.problem}"
+            ) from None
         raise BadInput(400, "invalid_event", f"event {index}: {exc}") from None
+
+
+def _truncated(raw: bytes) -> bool:
+    """Whether ``raw`` is JSON cut short (other malformed JSON stays ``invalid_event``,
+    as the tests of the API pin it)."""
+    try:
+        msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        return str(exc).startswith("Input data was truncated")
+    except RecursionError:
+        return False
+    return False

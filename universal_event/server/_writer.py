@@ -14,11 +14,25 @@ body), so a retry finds them stored. The writer remembers which fingerprint each
 came with, read back from the ids (so other processes' requests and earlier runs count
 too): a key sent again with another body is refused (:class:`IdempotencyKeyReused`)
 rather than half applied (the indexes both bodies have taken as "already stored", the
-rest appended).
+rest appended). Keys apply only to events sent *without* an id: an event that carries
+its own id is de-duplicated by that id alone, whatever key came with it.
+
+Same id, other body. Next to each stored id the writer keeps a short digest of the
+event's body (the envelope, seq, session and time, left out, and its surface intent
+apart, as :class:`~universal_event.log.SessionLog` compares a retry), computed alike
+for the events it appends and those it reads back from the store. An append that
+checks bodies refuses an id stored with another body
+(:class:`~universal_event.errors.EventIdConflictError`, naming the id and its seq)
+instead of counting it as a duplicate and losing the new body; no session is re-read.
+
+Contention. When other writers keep taking the expected seq, the writer retries with
+randomised, growing pauses for at most :data:`CONFLICT_BUDGET` seconds, then gives up
+with :class:`WriteContention` (the server answers 503 with ``Retry-After``).
 """
 
 from __future__ import annotations
 
+import random
 import re
 import threading
 import time
@@ -28,20 +42,78 @@ from dataclasses import dataclass, field
 import msgspec
 
 from universal_event.derive import SurfaceView, is_surface_event
-from universal_event.errors import ConflictError, StoreError, UniversalEventError
-from universal_event.events import Event
+from universal_event.errors import (
+    ConflictError,
+    EventIdConflictError,
+    StoreError,
+    UniversalEventError,
+)
+from universal_event.events import Event, EventBase
 from universal_event.stores import Store
 
-__all__ = ["AppendResult", "IdempotencyKeyReused", "SessionWriters", "keyed_id"]
+__all__ = [
+    "AppendResult",
+    "IdempotencyKeyReused",
+    "SessionWriters",
+    "WriteContention",
+    "is_keyed_id",
+    "keyed_id",
+]
 
-_MAX_CONFLICT_RETRIES = 20
+CONFLICT_BUDGET = 10.0
+"""Seconds an append keeps retrying conflicts (other writers first) before giving up."""
+_BACKOFF_FIRST = 0.002
+_BACKOFF_MAX = 0.2
 _KEYED_ID = re.compile(r"(.+)~([0-9a-f]{12})-[0-9]+")
+_envelope = msgspec.json.Encoder()
+_SEQ_BITS = 40
+_SURFACE_BITS = 32
+_SURFACE_MASK = (1 << _SURFACE_BITS) - 1
+_NO_SURFACE = 0
+
+
+def is_keyed_id(event_id: str) -> bool:
+    """Whether ``event_id`` has the shape :func:`keyed_id` gives."""
+    return "~" in event_id and _KEYED_ID.fullmatch(event_id) is not None
+
+
+def _digests(event: EventBase) -> tuple[int, int]:
+    """A digest of the event's body (envelope and surface intent left out) and one of
+    its surface intent (``_NO_SURFACE`` for none); process-local, like ``hash``."""
+    surface = getattr(event, "surface", None)
+    changes: dict[str, object] = {"seq": 0, "session_id": "", "ts": 0.0}
+    if surface is not None:
+        changes["surface"] = None
+    try:
+        body = hash(_envelope.encode(msgspec.structs.replace(event, **changes)))
+        marks = _NO_SURFACE if surface is None else (hash(_envelope.encode(surface)) | 1)
+    except (TypeError, ValueError, OverflowError):
+        body, marks = hash(id(event)), _NO_SURFACE  # not storable: matches nothing
+    return body & ((1 << 64) - 1), marks & _SURFACE_MASK
+
+
+def _pack(event: EventBase) -> int:
+    """What the writer keeps per stored id: body digest, surface digest, seq."""
+    body, surface = _digests(event)
+    return (((body << _SURFACE_BITS) | surface) << _SEQ_BITS) | event.seq
 
 
 def keyed_id(key: str, fingerprint: str, index: int) -> str:
     """The id of the ``index``-th event of a request sent with ``Idempotency-Key: key``
     whose body has ``fingerprint`` (12 hex digits)."""
     return f"{key}~{fingerprint}-{index}"
+
+
+class WriteContention(StoreError):
+    """Other writers kept appending to the session first; the append gave up."""
+
+    def __init__(self, session_id: str, attempts: int, seconds: float) -> None:
+        self.session_id = session_id
+        self.attempts = attempts
+        super().__init__(
+            f"session {session_id!r}: other writers appended first {attempts} times "
+            f"in {seconds:.1f}s; try again"
+        )
 
 
 class IdempotencyKeyReused(UniversalEventError):
@@ -67,7 +139,8 @@ class AppendResult:
 @dataclass
 class _SessionState:
     next_seq: int = 0
-    ids: set[str] = field(default_factory=set)
+    ids: dict[str, int] = field(default_factory=dict)
+    """Each stored id → its event's digests and seq (:func:`_pack`)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     loaded: bool = False
     keys: dict[str, str] = field(default_factory=dict)
@@ -80,7 +153,7 @@ class _SessionState:
         """Take in a stored event: its id (and the key it was made from), its surface
         intent; the next free seq follows it."""
         event_id = event.id
-        self.ids.add(event_id)
+        self.ids[event_id] = _pack(event)
         if "~" in event_id and (keyed := _KEYED_ID.fullmatch(event_id)):
             self.keys.setdefault(keyed[1], keyed[2])
         if is_surface_event(event):
@@ -110,29 +183,39 @@ class SessionWriters:
         events: Sequence[Event],
         *,
         idempotency_key: tuple[str, str] | None = None,
+        check_bodies: bool = True,
     ) -> AppendResult:
         """Store the events not stored yet, in order; returns them with their seqs.
 
         ``idempotency_key`` is the request's key and its body's fingerprint, when it
         came with one: the ids of ``events`` were made from them (:func:`keyed_id`).
+        With ``check_bodies`` an event whose id is stored with another body raises
+        :class:`EventIdConflictError` (nothing of the call is appended); without, it
+        counts as a duplicate (ids derived from a native stream, whose adapter may
+        stamp details anew each time). Raises :class:`WriteContention` when other
+        writers keep appending first for :data:`CONFLICT_BUDGET` seconds.
         """
         state = self._state(session_id)
         with state.lock:
             if not state.loaded:
                 self._catch_up(session_id, state)
                 state.loaded = True
-            for _attempt in range(_MAX_CONFLICT_RETRIES):
+            started = time.monotonic()
+            conflicts = 0
+            while True:
                 if idempotency_key is not None:
                     key, fingerprint = idempotency_key
                     if state.keys.get(key, fingerprint) != fingerprint:
                         raise IdempotencyKeyReused(session_id, key)
-                batch, duplicates = self._number(session_id, state, events)
+                batch, duplicates = self._number(session_id, state, events, check_bodies)
                 for event in batch:  # against the surface before the batch: refused whole
                     if is_surface_event(event):
                         state.surface.check(event)
                 if not batch and self.store.latest_seq(session_id) + 1 < state.next_seq:
                     self._forget(state)  # all "already stored", but the session was deleted
                     self._catch_up(session_id, state)
+                    conflicts += 1
+                    self._back_off(session_id, conflicts, started)
                     continue
                 try:
                     if batch:
@@ -141,13 +224,23 @@ class SessionWriters:
                     if exc.actual_seq < state.next_seq:
                         self._forget(state)  # deleted (and maybe begun again) since
                     self._catch_up(session_id, state)
+                    conflicts += 1
+                    self._back_off(session_id, conflicts, started)
                     continue
                 for event in batch:
                     state.take(event)
                 return AppendResult(batch, duplicates)
-        raise StoreError(
-            f"session {session_id!r}: gave up after {_MAX_CONFLICT_RETRIES} conflicting appends"
-        )
+
+    @staticmethod
+    def _back_off(session_id: str, conflicts: int, started: float) -> None:
+        """Pause before retrying a conflicting append (randomised: writers that collided
+        must not collide again in step); give up once the budget is spent."""
+        left = CONFLICT_BUDGET - (time.monotonic() - started)
+        if left <= 0:
+            raise WriteContention(session_id, conflicts, CONFLICT_BUDGET - left)
+        if conflicts > 1:  # the first retry goes at once: the catch-up took time already
+            pause = random.uniform(0, min(_BACKOFF_MAX, _BACKOFF_FIRST * 2**conflicts))
+            time.sleep(min(pause, left))
 
     @staticmethod
     def _forget(state: _SessionState) -> None:
@@ -159,14 +252,20 @@ class SessionWriters:
 
     @staticmethod
     def _number(
-        session_id: str, state: _SessionState, events: Sequence[Event]
+        session_id: str, state: _SessionState, events: Sequence[Event], check_bodies: bool
     ) -> tuple[list[Event], int]:
         batch: list[Event] = []
         in_batch: set[str] = set()
         duplicates = 0
         now = time.time()
         for event in events:
-            if event.id in state.ids or event.id in in_batch:
+            stored = state.ids.get(event.id)
+            if stored is not None:
+                if check_bodies:
+                    _check_same_body(session_id, event, stored)
+                duplicates += 1
+                continue
+            if event.id in in_batch:
                 duplicates += 1
                 continue
             in_batch.add(event.id)
@@ -179,3 +278,16 @@ class SessionWriters:
                 )
             )
         return batch, duplicates
+
+
+def _check_same_body(session_id: str, event: Event, stored: int) -> None:
+    """Raise unless ``event`` is a retry of the stored event packed in ``stored``: the
+    same body, and the same surface intent unless the retry gives none (an intent is
+    given once)."""
+    seq = stored & ((1 << _SEQ_BITS) - 1)
+    stored_surface = (stored >> _SEQ_BITS) & _SURFACE_MASK
+    stored_body = stored >> (_SEQ_BITS + _SURFACE_BITS)
+    body, surface = _digests(event)
+    if body != stored_body or (surface != _NO_SURFACE and surface != stored_surface):
+        tag = type(event).__struct_config__.tag
+        raise EventIdConflictError(session_id, event.id, seq, str(tag))
