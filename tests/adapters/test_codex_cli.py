@@ -34,6 +34,29 @@ def test_normalize_from_codex_detects_the_dialect(
     assert isinstance(events[-1], TurnEndEvent) and events[-1].status == "completed"
 
 
+@pytest.mark.parametrize(
+    "path", ["exec/x01_tool/stdout.jsonl", "app_server/xs01_tool/wire/server_to_client.jsonl"]
+)
+def test_import_from_codex_live_output_then_derive(
+    path: str, tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    """``import --from codex`` of exec or app-server output (the dialect detected), then
+    the history: the command's call and its complete output (the app-server's first
+    output chunk never came as a delta: xs01 has it only in ``aggregatedOutput``)."""
+    store = f"sqlite:///{tmp_path / 'sessions.db'}"
+    args = ["import", "--from", "codex", str(CAPTURED / path), "--session", "s1"]
+    assert main([*args, "--store", store]) == 0
+    assert b"events imported" in capsysbinary.readouterr().out
+    assert main([*args, "--store", store]) == 0  # again: nothing new
+    assert b"0 events imported" in capsysbinary.readouterr().out
+    assert main(["derive", "--session", "s1", "--store", store]) == 0
+    messages = json.loads(capsysbinary.readouterr().out)
+    assert [m["role"] for m in messages][-3:] == ["assistant", "tool", "assistant"]
+    call = messages[-3]["content"][-1]
+    assert call["type"] == "tool_call" and "echo 1+1 | bc" in json.dumps(call["arguments"])
+    assert messages[-2]["content"][0]["text"] == "2\n"
+
+
 def test_import_codex_rollout_then_derive(
     tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
 ) -> None:
