@@ -28,6 +28,8 @@ from universal_event.parts import TextPart, UserPart
 __all__ = [
     "MALFORMED",
     "Adapter",
+    "bool_or_none",
+    "dict_or_none",
     "kept_bytes",
     "native_time",
     "new_id",
@@ -59,6 +61,17 @@ def text_value(value: Any) -> str:
     if not isinstance(value, str):
         raise TypeError(f"expected a string, got {type(value).__name__}")
     return value
+
+
+def dict_or_none(value: Any) -> dict[str, Any] | None:
+    """A native optional object field (``cache_control``, a JSON schema): the dict, None
+    for a value of any other type (an event holding one would not decode back)."""
+    return value if type(value) is dict else None
+
+
+def bool_or_none(value: Any) -> bool | None:
+    """A native optional boolean field: the bool, None for a value of any other type."""
+    return value if type(value) is bool else None
 
 
 EventT = TypeVar("EventT", bound=EventBase)

@@ -106,6 +106,7 @@ __all__ = [
     "openai_file",
     "parse_arguments",
     "parse_header",
+    "parse_tools",
     "parsed_request",
     "render_history",
     "repair_group",
@@ -1360,6 +1361,20 @@ def request_part(path: str) -> Iterator[None]:
         raise DecodeError(problem, path=path) from None
 
 
+def parse_tools(
+    body: dict[str, Any], parse_tool: Callable[[dict[str, Any]], ToolSpec]
+) -> list[ToolSpec]:
+    """A request body's ``tools``, each parsed by ``parse_tool``; one of the wrong shape
+    is a :class:`DecodeError` naming it (``$.tools[1]``)."""
+    with request_part("$.tools"):
+        tools = list(body.get("tools") or [])
+    specs = []
+    for index, tool in enumerate(tools):
+        with request_part(f"$.tools[{index}]"):
+            specs.append(parse_tool(tool))
+    return specs
+
+
 def parsed_request(
     parse: Callable[[dict[str, Any]], list[Event]],
 ) -> Callable[[dict[str, Any]], list[Event]]:
@@ -1430,11 +1445,13 @@ def parse_header(
     system_parts: list[TextPart] | None = None,
 ) -> RequestHeaderEvent:
     """A request body's ``request/header``: every key that is not history (nor model,
-    system or tools) is a setting."""
+    system or tools) is a setting. A ``model`` that is not a string is dropped (the
+    header would not decode back)."""
+    model = body.get("model")
     return RequestHeaderEvent(
         provider=provider,
         api=api,
-        model=body.get("model"),
+        model=model if isinstance(model, str) else None,
         system=system,
         system_parts=system_parts,
         tools=tools,

@@ -48,6 +48,12 @@ messages on: logged partial, or its stream closed without a stop reason) — the
 ``failed`` when an API error came in the step (a stream cut and retried, the CLI's final
 error), else ``interrupted`` (a user interrupt).
 
+Native values of the wrong type never reach a typed event field: optional ones
+(``uuid``, ``model``, ``cwd``, ``stop_reason``, ``duration_ms``, ``error_status``, ...)
+are dropped to None; a ``parent_tool_use_id`` that is not a string, or an ``assistant``
+line with a content block of another shape, keeps the line whole as ``native/unknown``
+(checked when the line comes, before it changes any state).
+
 What the runtime itself adds when it sends the history back (Claude Code 2.1.332,
 ``requests/*.json`` of the captures) and is *not* in the log: ``<system-reminder>``
 text blocks before the prompt, a ``<system-reminder><total_tokens>…`` suffix on the last
@@ -65,7 +71,8 @@ from typing import Any, ClassVar
 from adapters._base import MALFORMED, Adapter, native_time, new_id, text_value
 from adapters._usage import anthropic_usage
 from adapters.anthropic._request import user_part
-from adapters.anthropic._stream import AnthropicAdapter, assistant_parts
+from adapters.anthropic._stream import AnthropicAdapter, assistant_parts, whole_block
+from adapters.openai_responses._items import int_or_none, str_or_none
 from universal_event.errors import UniversalEventError
 from universal_event.events import (
     AssistantMessageEvent,
@@ -174,7 +181,11 @@ class ClaudeCodeAdapter(Adapter):
         elif isinstance(native, Mapping):
             self._on_line(native, out)
         elif dataclasses.is_dataclass(native) and not isinstance(native, type):
-            line = sdk_message_to_line(native)
+            try:
+                line = sdk_message_to_line(native)
+            except MALFORMED as exc:  # an object of another shape (a block, its content)
+                out.append(self.malformed(type(native).__name__, repr(native), exc))
+                return out
             if line is None:
                 out.append(self.unknown(type(native).__name__, repr(native), "unknown SDK type"))
             else:
@@ -226,6 +237,10 @@ class ClaudeCodeAdapter(Adapter):
     def _on_line(self, line: Mapping[str, Any], out: list[Event]) -> None:
         kind = line.get("type")
         try:
+            # Every event of the line carries it: of another type, the line is kept whole
+            # (dropped, a sub-agent's events would pass for the main agent's).
+            if type(line.get("parent_tool_use_id")) not in (str, type(None)):
+                raise TypeError("parent_tool_use_id is not a string")
             if kind == "stream_event":
                 self._stream_event(line, out)
             elif kind == "assistant":
@@ -240,7 +255,9 @@ class ClaudeCodeAdapter(Adapter):
                 self._rate_limit(line, out)
             else:
                 out.append(self.unknown(str(kind), dict(line), "not normalised"))
-        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        except UniversalEventError:
+            raise
+        except MALFORMED as exc:
             reason = f"malformed {kind!r} line: {type(exc).__name__}: {exc}"
             out.append(self.unknown(str(kind), dict(line), reason))
 
@@ -251,7 +268,7 @@ class ClaudeCodeAdapter(Adapter):
         return self.make(
             ErrorEvent,
             native_type=native_type,
-            native_id=line.get("uuid"),
+            native_id=str_or_none(line.get("uuid")),
             message=message,
             fatal=False,
             native=dict(line),
@@ -281,7 +298,7 @@ class ClaudeCodeAdapter(Adapter):
                     message,
                     code=str(error) if error is not None else None,
                     retryable=True,
-                    http_status=status if isinstance(status, int) else None,
+                    http_status=int_or_none(status),
                 )
             )
         elif subtype == "permission_denied":
@@ -293,8 +310,8 @@ class ClaudeCodeAdapter(Adapter):
                     TaskStartEvent,
                     native_type=native_type,
                     task_id=str(line["task_id"]),
-                    description=line.get("description"),
-                    call_id=line.get("tool_use_id"),
+                    description=str_or_none(line.get("description")),
+                    call_id=str_or_none(line.get("tool_use_id")),
                     parent_id=parent,
                 )
             )
@@ -305,7 +322,7 @@ class ClaudeCodeAdapter(Adapter):
                     native_type=native_type,
                     task_id=str(line["task_id"]),
                     status=_TASK_STATUS.get(str(line.get("status")), "completed"),
-                    summary=line.get("summary"),
+                    summary=str_or_none(line.get("summary")),
                     parent_id=parent,
                 )
             )
@@ -313,8 +330,8 @@ class ClaudeCodeAdapter(Adapter):
             out.append(self.unknown(native_type, dict(line), "informational; not normalised"))
 
     def _init(self, line: Mapping[str, Any], out: list[Event]) -> None:
-        native_session = line.get("session_id")
-        model = line.get("model")
+        native_session = str_or_none(line.get("session_id"))
+        model = str_or_none(line.get("model"))
         if native_session not in self._native_sessions:
             self._native_sessions.add(str(native_session))
             keep = ("permissionMode", "claude_code_version", "apiKeySource", "mcp_servers")
@@ -326,7 +343,7 @@ class ClaudeCodeAdapter(Adapter):
                     model=model,
                     runtime=self.runtime,
                     native_session_id=native_session,
-                    cwd=line.get("cwd"),
+                    cwd=str_or_none(line.get("cwd")),
                     metadata={key: line[key] for key in keep if key in line},
                 )
             )
@@ -362,7 +379,7 @@ class ClaudeCodeAdapter(Adapter):
             self.make(
                 ErrorEvent,
                 native_type="rate_limit_event",
-                native_id=line.get("uuid"),
+                native_id=str_or_none(line.get("uuid")),
                 message=f"rate limit {info.get('status')} ({info.get('rateLimitType')})",
                 code="rate_limit",
                 retryable=True,
@@ -376,7 +393,7 @@ class ClaudeCodeAdapter(Adapter):
         event = line["event"]
         parent = line.get("parent_tool_use_id")
         if isinstance(event, Mapping) and event.get("type") == "message_start":
-            message_id = event["message"]["id"]
+            message_id = text_value(event["message"]["id"])
             self._streamed.add(message_id)
             if parent is None:
                 self._flush(out)
@@ -400,6 +417,13 @@ class ClaudeCodeAdapter(Adapter):
         message_id = message.get("id")
         if message_id is not None:
             message_id = text_value(message_id)  # a key of the pending message
+        # The blocks first: one of another shape keeps the line whole (native/unknown)
+        # before it changed anything, not when the merged message is emitted.
+        blocks = [dict(block) for block in message.get("content") or []]
+        for index, block in enumerate(blocks):
+            whole_block(index, block)
+            if block.get("type") == "tool_use" and block.get("id"):
+                text_value(block["id"])
         pending = self._pending
         if pending is not None and (pending.id != message_id or pending.parent_id != parent):
             self._flush(out)
@@ -407,12 +431,13 @@ class ClaudeCodeAdapter(Adapter):
         if pending is None:
             if parent is None:
                 self._begin_step(message_id, out)
-            pending = self._pending = _Pending(message_id, message.get("model"), parent)
-        for block in message.get("content") or []:
-            pending.blocks.append(dict(block))
+            model = str_or_none(message.get("model"))
+            pending = self._pending = _Pending(message_id, model, parent)
+        for block in blocks:
+            pending.blocks.append(block)
             if block.get("type") == "tool_use" and block.get("id"):
                 self._tool_call(block, parent, out)
-        pending.stop_reason = message.get("stop_reason") or pending.stop_reason
+        pending.stop_reason = str_or_none(message.get("stop_reason")) or pending.stop_reason
 
     def _tool_call(self, block: Mapping[str, Any], parent: Any, out: list[Event]) -> None:
         """A ``tool_use`` block: Claude Code runs the tool as soon as its message ends,
@@ -451,7 +476,7 @@ class ClaudeCodeAdapter(Adapter):
             self.make(
                 ErrorEvent,
                 native_type="assistant",
-                native_id=message.get("id"),
+                native_id=str_or_none(message.get("id")),
                 model=SYNTHETIC_MODEL,
                 message=text or str(code or "error"),
                 code=str(code) if code is not None else None,
@@ -483,7 +508,7 @@ class ClaudeCodeAdapter(Adapter):
                 self.make(
                     ToolResultEvent,
                     native_type="user",
-                    native_id=line.get("uuid"),
+                    native_id=str_or_none(line.get("uuid")),
                     call_id=call_id,
                     name=self._tool_names.get(call_id),
                     content=_result_parts(block.get("content")),
@@ -504,7 +529,7 @@ class ClaudeCodeAdapter(Adapter):
             self.make(
                 UserMessageEvent,
                 native_type="user",
-                native_id=line.get("uuid"),
+                native_id=str_or_none(line.get("uuid")),
                 content=_user_parts(blocks),
                 parent_id=parent,
                 surface=_HIDDEN if parent else None,
@@ -532,13 +557,13 @@ class ClaudeCodeAdapter(Adapter):
             self.make(
                 TurnEndEvent,
                 native_type=f"result/{line.get('subtype')}",
-                native_id=line.get("uuid"),
+                native_id=str_or_none(line.get("uuid")),
                 status=status,
                 usage=anthropic_usage(usage) if isinstance(usage, Mapping) else None,
                 cost_usd=float(cost) if isinstance(cost, int | float) else None,
-                duration_ms=duration if isinstance(duration, int) else None,
+                duration_ms=int_or_none(duration),
                 error=error,
-                stop_reason=line.get("stop_reason"),
+                stop_reason=str_or_none(line.get("stop_reason")),
                 native=dict(line),
             )
         )
@@ -686,7 +711,7 @@ class ClaudeTranscriptAdapter(ClaudeCodeAdapter):
                     native_id=native_session,
                     runtime=self.runtime,
                     native_session_id=native_session,
-                    cwd=line.get("cwd"),
+                    cwd=str_or_none(line.get("cwd")),
                     metadata={"version": line["version"]} if "version" in line else {},
                 )
             )

@@ -25,6 +25,7 @@ import functools
 from collections.abc import Sequence
 from typing import Any, assert_never
 
+from adapters._base import bool_or_none, dict_or_none, text_value
 from adapters._render import (
     ANTHROPIC_TOOL_IDS,
     Group,
@@ -42,6 +43,7 @@ from adapters._render import (
     map_tool_call_id,
     parse_data_url,
     parse_header,
+    parse_tools,
     parsed_request,
     reasoning_origin,
     replayable_server_part,
@@ -51,6 +53,7 @@ from adapters._render import (
     unknown_role,
     warning,
 )
+from adapters.openai_responses._items import str_or_none
 from universal_event.errors import RenderError
 from universal_event.events import (
     AssistantMessageEvent,
@@ -550,7 +553,7 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
     ``user/message`` with the rest. Blocks of a type this parser does not know are
     kept as ``native/unknown`` events.
     """
-    model = kwargs.get("model")
+    model = str_or_none(kwargs.get("model"))
     provenance = Provenance(provider=PROVIDER, api=API, model=model)
     events: list[Event] = [_parse_header(kwargs)]
     with request_part("$.messages"):
@@ -576,12 +579,19 @@ def _parse_header(kwargs: dict[str, Any]) -> RequestHeaderEvent:
     body = request_body(kwargs, "messages")
     system = body.get("system")
     system_parts = None
-    if isinstance(system, list):  # text blocks: kept whole, their texts joined for others
-        system_parts = [
-            TextPart(text=block.get("text", ""), cache_control=block.get("cache_control"))
-            for block in system
-        ]
-        system = _SYSTEM_SEPARATOR.join(part.text for part in system_parts)
+    with request_part("$.system"):
+        if isinstance(system, list):  # text blocks: kept whole, their texts joined
+            system_parts = [
+                TextPart(
+                    text=text_value(block.get("text", "")),
+                    cache_control=dict_or_none(block.get("cache_control")),
+                )
+                for block in system
+            ]
+            system = _SYSTEM_SEPARATOR.join(part.text for part in system_parts)
+        elif system is not None:
+            system = text_value(system)
+    specs = parse_tools(body, _parse_tool)
     return parse_header(
         body,
         provider=PROVIDER,
@@ -590,7 +600,7 @@ def _parse_header(kwargs: dict[str, Any]) -> RequestHeaderEvent:
         history_keys=_HISTORY_KEYS,
         system=system,
         system_parts=system_parts,
-        tools=[_parse_tool(tool) for tool in body.get("tools") or []],
+        tools=specs,
     )
 
 
@@ -599,9 +609,9 @@ def _parse_tool(tool: dict[str, Any]) -> ToolSpec:
     # client tools have no type (or "custom"); versioned types are Anthropic-defined
     server = kind is not None and kind != "custom"
     return ToolSpec(
-        name=tool.get("name", kind or ""),
-        description=tool.get("description"),
-        input_schema=tool.get("input_schema"),
+        name=text_value(tool.get("name", kind or "")),
+        description=str_or_none(tool.get("description")),
+        input_schema=dict_or_none(tool.get("input_schema")),
         kind="server" if server else "function",
         native=tool,
     )
@@ -615,10 +625,10 @@ def _parse_user(blocks: list[dict[str, Any]], index: int) -> list[Event]:
         if kind == "tool_result":
             events.append(
                 ToolResultEvent(
-                    call_id=block["tool_use_id"],
+                    call_id=text_value(block["tool_use_id"]),
                     content=_parse_result_content(block.get("content"), index, events),
                     is_error=bool(block.get("is_error", False)),
-                    cache_control=block.get("cache_control"),
+                    cache_control=dict_or_none(block.get("cache_control")),
                     source=_source("tool_result"),
                 )
             )
@@ -650,18 +660,21 @@ def _parse_result_content(content: Any, index: int, events: list[Event]) -> list
 
 def user_part(block: dict[str, Any]) -> UserPart | None:
     """An Anthropic user / tool-result content block (text, image, document) as a part;
-    None for another block type. Claude Code's messages carry the same blocks."""
+    None for another block type. Claude Code's messages carry the same blocks.
+
+    A text that is not a string makes the block malformed (``TypeError``); an optional
+    field of another type is dropped."""
     kind = block.get("type")
-    cache = block.get("cache_control")
+    cache = dict_or_none(block.get("cache_control"))
     if kind == "text":
-        return TextPart(text=block["text"], cache_control=cache)
+        return TextPart(text=text_value(block["text"]), cache_control=cache)
     if kind == "image":
         source = block.get("source") or {}
         return ImagePart(
-            url=source.get("url"),
-            data=source.get("data"),
-            media_type=source.get("media_type"),
-            file_id=source.get("file_id"),
+            url=str_or_none(source.get("url")),
+            data=str_or_none(source.get("data")),
+            media_type=str_or_none(source.get("media_type")),
+            file_id=str_or_none(source.get("file_id")),
             cache_control=cache,
         )
     if kind == "document":
@@ -669,14 +682,16 @@ def user_part(block: dict[str, Any]) -> UserPart | None:
         text_source = source.get("type") == "text"
         citations = block.get("citations")
         return DocumentPart(
-            url=source.get("url"),
-            data=None if text_source else source.get("data"),
-            text=source.get("data") if text_source else None,
-            media_type=None if text_source else source.get("media_type"),
-            file_id=source.get("file_id"),
-            title=block.get("title"),
-            context=block.get("context"),
-            citations_enabled=citations.get("enabled") if isinstance(citations, dict) else None,
+            url=str_or_none(source.get("url")),
+            data=None if text_source else str_or_none(source.get("data")),
+            text=str_or_none(source.get("data")) if text_source else None,
+            media_type=None if text_source else str_or_none(source.get("media_type")),
+            file_id=str_or_none(source.get("file_id")),
+            title=str_or_none(block.get("title")),
+            context=str_or_none(block.get("context")),
+            citations_enabled=bool_or_none(citations.get("enabled"))
+            if isinstance(citations, dict)
+            else None,
             cache_control=cache,
         )
     return None
@@ -704,41 +719,54 @@ def _parse_assistant(
 
 def _parse_assistant_part(block: dict[str, Any], provenance: Provenance) -> AssistantPart | None:
     kind = block.get("type", "")
+    if not isinstance(kind, str):
+        return None  # kept as native/unknown
     if kind == "text":
         citations = [
-            Citation(kind=c.get("type", ""), cited_text=c.get("cited_text"), native=c)
+            Citation(
+                kind=str(c.get("type", "")),
+                cited_text=str_or_none(c.get("cited_text")),
+                native=dict(c),
+            )
             for c in block.get("citations") or []
         ]
         return TextPart(
-            text=block["text"], citations=citations, cache_control=block.get("cache_control")
+            text=text_value(block["text"]),
+            citations=citations,
+            cache_control=dict_or_none(block.get("cache_control")),
         )
     if kind == "thinking":
         return ThinkingPart(
-            text=block.get("thinking", ""), signature=block.get("signature"), provenance=provenance
+            text=text_value(block.get("thinking", "")),
+            signature=str_or_none(block.get("signature")),
+            provenance=provenance,
         )
     if kind == "redacted_thinking":
-        return ThinkingPart(redacted_data=block.get("data"), provenance=provenance)
+        return ThinkingPart(redacted_data=str_or_none(block.get("data")), provenance=provenance)
     if kind == "tool_use":
         return ToolCallPart(
-            id=block["id"],
-            name=block["name"],
+            id=text_value(block["id"]),
+            name=text_value(block["name"]),
             arguments=block.get("input"),
-            cache_control=block.get("cache_control"),
+            cache_control=dict_or_none(block.get("cache_control")),
             provenance=provenance,
         )
     if kind in ("server_tool_use", "mcp_tool_use") or (
         "id" in block and "name" in block and kind.endswith("tool_use")
     ):
         return ServerToolCallPart(
-            id=block.get("id", ""),
-            name=block.get("name", kind),
+            id=text_value(block.get("id", "")),
+            name=text_value(block.get("name", kind)),
             input=block.get("input"),
             native=block,
             provenance=provenance,
         )
     if "tool_use_id" in block:
         return ServerToolResultPart(
-            call_id=block["tool_use_id"], kind=kind, native=block, provenance=provenance
+            call_id=text_value(block["tool_use_id"]),
+            kind=kind,
+            native=block,
+            provenance=provenance,
         )
     return None
 

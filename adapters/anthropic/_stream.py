@@ -25,6 +25,15 @@ or delta type, a delta for a block that never started (out of order) become
 stream cut before ``message_stop`` yields, at :meth:`AnthropicAdapter.close`, the partial
 message (``status="partial"``), an ``error`` (``stream_interrupted``) and ``turn/end``
 ``interrupted``.
+
+Native values of the wrong type never reach a typed event field (the event would encode
+but not decode back, and a stored session holding it could not be read). The SSE fast
+path's structs check the hot fields; frames they refuse, dicts and whole messages go
+through the dict path, where an optional field of another type (``model``, a stop
+reason, a tool block's ``id``/``name``, a citation's fields, ``request_id``) is dropped
+to None, and a block ``index`` or message ``id`` that is not an integer / a string, or a
+text that is not a string, makes the frame malformed (kept as ``native/unknown``).
+Both are checked once per message or block, never per delta.
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ import msgspec
 from adapters._base import MALFORMED, Adapter, kept_bytes, new_id, text_value
 from adapters._usage import anthropic_usage, merge_anthropic_usage
 from adapters.anthropic import _wire
+from adapters.openai_responses._items import int_or_none, str_or_none
 from universal_event._sse_frames import SSEDecoder, SSEFrame
 from universal_event.errors import UniversalEventError
 from universal_event.events import (
@@ -122,11 +132,11 @@ def citation_of(native: Mapping[str, Any]) -> Citation:
     title = native.get("title") or native.get("document_title")
     return Citation(
         kind=str(native.get("type", "unknown")),
-        cited_text=native.get("cited_text"),
-        url=native.get("url"),
-        title=title if isinstance(title, str) else None,
-        start_index=native.get("start_char_index"),
-        end_index=native.get("end_char_index"),
+        cited_text=str_or_none(native.get("cited_text")),
+        url=str_or_none(native.get("url")),
+        title=str_or_none(title),
+        start_index=int_or_none(native.get("start_char_index")),
+        end_index=int_or_none(native.get("end_char_index")),
         native=dict(native),
     )
 
@@ -175,8 +185,9 @@ class _Block:
         self.json_parts: list[str] = []
         self.citations: list[Citation] = []
         self.signature: str = ""
-        self.tool_id: str | None = native.get("id") if self.type.endswith("tool_use") else None
-        self.tool_name: str | None = native.get("name") if self.tool_id else None
+        # Typed fields of every chunk of the block: a value of another type is dropped.
+        self.tool_id = str_or_none(native.get("id")) if self.type.endswith("tool_use") else None
+        self.tool_name = str_or_none(native.get("name")) if self.tool_id else None
 
 
 class _Message:
@@ -278,7 +289,12 @@ class AnthropicAdapter(Adapter):
         self._mode = None
         self._json_buffer.clear()
         if self._message is not None:
-            self._finish(out, status="interrupted", error="stream ended before message_stop")
+            try:
+                self._finish(out, status="interrupted", error="stream ended before message_stop")
+            except UniversalEventError:
+                raise
+            except MALFORMED as exc:  # a block of another shape left in the state
+                out.append(self.malformed("close", None, exc))
         return out
 
     def user_prompt(self, content: str | list[UserPart]) -> list[Event]:
@@ -426,18 +442,20 @@ class AnthropicAdapter(Adapter):
         kind = event.get("type")
         try:
             if kind == "content_block_delta":
-                self._delta_dict(event["index"], event["delta"], event, out)
+                self._delta_dict(block_index(event["index"]), event["delta"], event, out)
             elif kind == "message_start":
                 message = event["message"]
-                self._message_start(message["id"], message.get("model"), message.get("usage"), out)
+                message_id, model = text_value(message["id"]), message.get("model")
+                self._message_start(message_id, model, message.get("usage"), out)
             elif kind == "content_block_start":
-                self._block_start(event["index"], dict(event["content_block"]), out)
+                self._block_start(block_index(event["index"]), dict(event["content_block"]), out)
             elif kind == "content_block_stop":
                 self._block_stop(event["index"], out)
             elif kind == "message_delta":
                 delta = event.get("delta") or {}
                 usage = event.get("usage")
-                stop_reason, stop_sequence = delta.get("stop_reason"), delta.get("stop_sequence")
+                stop_reason = str_or_none(delta.get("stop_reason"))
+                stop_sequence = str_or_none(delta.get("stop_sequence"))
                 self._message_delta(stop_reason, stop_sequence, usage, out)
             elif kind == "message_stop":
                 self._message_stop(out)
@@ -523,8 +541,9 @@ class AnthropicAdapter(Adapter):
             self.step = self._next_step
             self._next_step += 1
             out.append(self.make(StepStartEvent, native_type="message_start", native_id=message_id))
-        message = _Message(message_id, model, self.runtime)
-        message.usage_start = usage
+        # Once per message (the typed path checked these already; dicts did not).
+        message = _Message(message_id, str_or_none(model), self.runtime)
+        message.usage_start = usage if isinstance(usage, dict) else None
         self._message = message
 
     def _block_start(self, index: int, native: dict[str, Any], out: list[Event]) -> None:
@@ -655,7 +674,8 @@ class AnthropicAdapter(Adapter):
             return
         message.stop_reason = stop_reason or message.stop_reason
         message.stop_sequence = stop_sequence or message.stop_sequence
-        message.usage_delta = merge_anthropic_usage(message.usage_delta, usage)
+        if isinstance(usage, Mapping):
+            message.usage_delta = merge_anthropic_usage(message.usage_delta, usage)
 
     def _message_stop(self, out: list[Event]) -> None:
         if self._message is None:
@@ -664,19 +684,23 @@ class AnthropicAdapter(Adapter):
         self._finish(out, status="completed")
 
     def _whole_message(self, native: Mapping[str, Any], out: list[Event]) -> None:
-        """A non-streamed ``message``: the same steps, without chunks."""
-        self._message_start(str(native["id"]), native.get("model"), native.get("usage"), out)
+        """A non-streamed ``message``: the same steps, without chunks.
+
+        Its blocks are read first: one of another shape makes the message malformed
+        before it opened a step."""
+        message_id = text_value(native["id"])
+        blocks = [whole_block(i, dict(b)) for i, b in enumerate(native.get("content") or [])]
+        self._message_start(message_id, native.get("model"), native.get("usage"), out)
         message = self._message
         assert message is not None
         message.streamed = False
-        for index, native_block in enumerate(native.get("content") or []):
-            block = whole_block(index, dict(native_block))
+        for block in blocks:
             if _part_kind(block.type) == "unknown":
                 reason = "unknown content block type; kept out of the assistant message"
-                out.append(self.unknown(block.type, dict(native_block), reason))
-            message.blocks[index] = block
-        message.stop_reason = native.get("stop_reason")
-        message.stop_sequence = native.get("stop_sequence")
+                out.append(self.unknown(block.type, dict(block.native), reason))
+            message.blocks[block.index] = block
+        message.stop_reason = str_or_none(native.get("stop_reason"))
+        message.stop_sequence = str_or_none(native.get("stop_sequence"))
         self._finish(out, status="completed")
 
     def api_error(self, exc: BaseException) -> list[Event]:
@@ -709,7 +733,8 @@ class AnthropicAdapter(Adapter):
         retryable: bool | None = None,
     ) -> None:
         """An API error (in-stream ``error`` event or an HTTP error body)."""
-        code = error.get("type")
+        code = str_or_none(error.get("type"))
+        request_id = str_or_none(request_id)
         native = {"type": "error", "error": dict(error)}
         if request_id:
             native["request_id"] = request_id
@@ -829,6 +854,14 @@ def _index(block: _Block) -> int:
     return block.index
 
 
+def block_index(value: Any) -> int:
+    """A native content block ``index``, which must be an integer (it keys the blocks,
+    orders them, and is every chunk's typed ``index``)."""
+    if type(value) is not int:
+        raise TypeError(f"block index must be an integer, got {type(value).__name__}")
+    return value
+
+
 def _part_kind(block_type: str) -> str:
     """How a content block type maps: the client-side kinds, server tools, or unknown.
 
@@ -869,11 +902,11 @@ def whole_block(index: int, native: dict[str, Any]) -> _Block:
     """A block that arrived whole (non-streamed message, Claude Code ``assistant`` line)."""
     block = _Block(index, native)
     if block.type == "text":
-        block.text_parts.append(native.get("text") or "")
+        block.text_parts.append(text_value(native.get("text") or ""))
         block.citations = [citation_of(c) for c in native.get("citations") or []]
     elif block.type == "thinking":
-        block.text_parts.append(native.get("thinking") or "")
-        block.signature = native.get("signature") or ""
+        block.text_parts.append(text_value(native.get("thinking") or ""))
+        block.signature = str_or_none(native.get("signature")) or ""
     elif block.type.endswith("tool_use"):
         block.json_parts.append(json.dumps(native.get("input", {})))
     return block
@@ -907,7 +940,7 @@ def block_part(block: _Block, provenance: Provenance) -> AssistantPart | None:
             provenance=provenance,
         )
     if kind == "redacted_thinking":
-        return ThinkingPart(redacted_data=native.get("data"), provenance=provenance)
+        return ThinkingPart(redacted_data=str_or_none(native.get("data")), provenance=provenance)
     if kind == "tool_use":
         arguments, raw = _arguments(block)
         return ToolCallPart(

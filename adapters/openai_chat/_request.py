@@ -34,6 +34,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, assert_never
 
+from adapters._base import dict_or_none, text_value
 from adapters._render import (
     CHAT_TOOL_IDS,
     Group,
@@ -54,6 +55,7 @@ from adapters._render import (
     parse_arguments,
     parse_data_url,
     parse_header,
+    parse_tools,
     parsed_request,
     reasoning_origin,
     request_body,
@@ -62,6 +64,7 @@ from adapters._render import (
     unknown_role,
     warning,
 )
+from adapters.openai_responses._items import str_or_none
 from universal_event.events import (
     AssistantMessageEvent,
     Event,
@@ -337,13 +340,14 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
     content gets the provenance ``("openai", "chat", model)``.
     """
     body = request_body(kwargs, "messages")
-    model = body.get("model")
+    model = str_or_none(body.get("model"))
     provenance = Provenance(provider=PROVIDER, api=API, model=model)
     with request_part("$.messages"):
         history: list[dict[str, Any]] = list(body.get("messages") or [])
         system: list[str] = []
         while history and history[0].get("role") in ("system", "developer"):
             system.append(_text_of(history.pop(0).get("content")))
+    specs = parse_tools(body, _parse_tool)
     events: list[Event] = [
         parse_header(
             body,
@@ -352,7 +356,7 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
             runtime=RUNTIME,
             history_keys=_HISTORY_KEYS,
             system="\n\n".join(system) if system else None,
-            tools=[_parse_tool(tool) for tool in body.get("tools") or []],
+            tools=specs,
         )
     ]
     for index, message in enumerate(history, len(system)):
@@ -374,16 +378,16 @@ def _parse_tool(tool: dict[str, Any]) -> ToolSpec:
     if tool.get("type") == "function":
         function = tool.get("function") or {}
         return ToolSpec(
-            name=function.get("name", ""),
-            description=function.get("description"),
-            input_schema=function.get("parameters"),
+            name=text_value(function.get("name", "")),
+            description=str_or_none(function.get("description")),
+            input_schema=dict_or_none(function.get("parameters")),
             native=tool,
         )
     if tool.get("type") == "custom":
         custom = tool.get("custom") or {}
         return ToolSpec(
-            name=custom.get("name", ""),
-            description=custom.get("description"),
+            name=text_value(custom.get("name", "")),
+            description=str_or_none(custom.get("description")),
             kind="custom",
             native=tool,
         )
@@ -417,7 +421,7 @@ def _parse_tool_message(message: dict[str, Any]) -> ToolResultEvent:
     if failed:
         texts[0] = texts[0][len(TOOL_ERROR_MARKER) + 1 :]
     return ToolResultEvent(
-        call_id=message["tool_call_id"],
+        call_id=text_value(message["tool_call_id"]),
         content=[TextPart(text=text) for text in texts],
         is_error=failed,
         source=_source("tool"),
@@ -431,25 +435,26 @@ def _parse_user_content(content: Any) -> list[UserPart]:
     for part in content or []:
         kind = part.get("type")
         if kind == "text":
-            parts.append(TextPart(text=part["text"]))
+            parts.append(TextPart(text=text_value(part["text"])))
         elif kind == "image_url":
             image = part.get("image_url") or {}
-            url = image.get("url", "")
+            url = text_value(image.get("url", ""))
             inline = parse_data_url(url)
+            detail = str_or_none(image.get("detail"))
             parts.append(
-                ImagePart(url=url, detail=image.get("detail"))
+                ImagePart(url=url, detail=detail)
                 if inline is None
-                else ImagePart(data=inline[1], media_type=inline[0], detail=image.get("detail"))
+                else ImagePart(data=inline[1], media_type=inline[0], detail=detail)
             )
         elif kind == "file":
             file = part.get("file") or {}
-            inline = parse_data_url(file.get("file_data", ""))
+            inline = parse_data_url(str_or_none(file.get("file_data")) or "")
             parts.append(
                 DocumentPart(
-                    file_id=file.get("file_id"),
+                    file_id=str_or_none(file.get("file_id")),
                     data=inline[1] if inline else None,
                     media_type=inline[0] if inline else None,
-                    filename=file.get("filename"),
+                    filename=str_or_none(file.get("filename")),
                 )
             )
         else:
@@ -469,11 +474,11 @@ def _parse_assistant(message: dict[str, Any], provenance: Provenance) -> Assista
     else:
         for part in content or []:
             if part.get("type") == "refusal":
-                parts.append(RefusalPart(text=part.get("refusal", "")))
+                parts.append(RefusalPart(text=text_value(part.get("refusal", ""))))
             else:
-                parts.append(TextPart(text=part.get("text", "")))
+                parts.append(TextPart(text=text_value(part.get("text", ""))))
     if message.get("refusal"):
-        parts.append(RefusalPart(text=message["refusal"]))
+        parts.append(RefusalPart(text=text_value(message["refusal"])))
     for call in message.get("tool_calls") or []:
         parts.append(_parse_tool_call(call, provenance))
     return AssistantMessageEvent(
@@ -485,17 +490,17 @@ def _parse_tool_call(call: dict[str, Any], provenance: Provenance) -> ToolCallPa
     if call.get("type") == "custom":
         custom = call.get("custom") or {}
         return ToolCallPart(
-            id=call["id"],
-            name=custom.get("name", ""),
-            arguments_raw=custom.get("input", ""),
+            id=text_value(call["id"]),
+            name=text_value(custom.get("name", "")),
+            arguments_raw=text_value(custom.get("input", "")),
             kind="custom",
             provenance=provenance,
         )
     function = call.get("function") or {}
-    arguments, raw = parse_arguments(function.get("arguments", ""))
+    arguments, raw = parse_arguments(text_value(function.get("arguments", "")))
     return ToolCallPart(
-        id=call["id"],
-        name=function.get("name", ""),
+        id=text_value(call["id"]),
+        name=text_value(function.get("name", "")),
         arguments=arguments,
         arguments_raw=raw,
         provenance=provenance,

@@ -23,6 +23,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any, assert_never
 
+from adapters._base import dict_or_none, text_value
 from adapters._render import (
     RESPONSES_TOOL_IDS,
     Group,
@@ -42,6 +43,7 @@ from adapters._render import (
     parse_arguments,
     parse_data_url,
     parse_header,
+    parse_tools,
     parsed_request,
     reasoning_origin,
     replayable_server_part,
@@ -51,6 +53,7 @@ from adapters._render import (
     unknown_role,
     warning,
 )
+from adapters.openai_responses._items import str_or_none
 from universal_event.events import (
     AssistantMessageEvent,
     Event,
@@ -359,8 +362,12 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
     :class:`ServerToolCallPart` for a same-provider replay.
     """
     body = request_body(kwargs, "input")
-    model = body.get("model")
+    model = str_or_none(body.get("model"))
     provenance = Provenance(provider=PROVIDER, api=API, model=model)
+    with request_part("$.instructions"):
+        instructions = body.get("instructions")
+        system = None if instructions is None else text_value(instructions)
+    specs = parse_tools(body, _parse_tool)
     events: list[Event] = [
         parse_header(
             body,
@@ -368,8 +375,8 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
             api=API,
             runtime=RUNTIME,
             history_keys=_HISTORY_KEYS,
-            system=body.get("instructions"),
-            tools=[_parse_tool(tool) for tool in body.get("tools") or []],
+            system=system,
+            tools=specs,
         )
     ]
     raw = body.get("input")
@@ -425,7 +432,7 @@ def _parse_item(
         flush()
         events.append(
             ToolResultEvent(
-                call_id=item["call_id"],
+                call_id=text_value(item["call_id"]),
                 content=_parse_output(item.get("output")),
                 source=_source(kind),
             )
@@ -446,9 +453,9 @@ def _parse_tool(tool: dict[str, Any]) -> ToolSpec:
     kind = tool.get("type")
     if kind in ("function", "custom"):
         return ToolSpec(
-            name=tool.get("name", ""),
-            description=tool.get("description"),
-            input_schema=tool.get("parameters"),
+            name=text_value(tool.get("name", "")),
+            description=str_or_none(tool.get("description")),
+            input_schema=dict_or_none(tool.get("parameters")),
             kind=kind,
             native=tool,
         )
@@ -462,54 +469,60 @@ def _parse_output_item(item: dict[str, Any], provenance: Provenance) -> list[Ass
         if isinstance(content, str):
             return [TextPart(text=content)]
         parts: list[AssistantPart] = []
+        item_id, phase = str_or_none(item.get("id")), str_or_none(item.get("phase"))
         for block in content or []:
             if block.get("type") == "refusal":
-                parts.append(RefusalPart(text=block.get("refusal", ""), item_id=item.get("id")))
+                refusal = text_value(block.get("refusal", ""))
+                parts.append(RefusalPart(text=refusal, item_id=item_id))
             else:
                 parts.append(
                     TextPart(
-                        text=block.get("text", ""),
+                        text=text_value(block.get("text", "")),
                         citations=[
-                            Citation(kind=a.get("type", ""), url=a.get("url"), native=a)
+                            Citation(
+                                kind=str(a.get("type", "")),
+                                url=str_or_none(a.get("url")),
+                                native=dict(a),
+                            )
                             for a in block.get("annotations") or []
                         ],
-                        item_id=item.get("id"),
-                        phase=item.get("phase"),
+                        item_id=item_id,
+                        phase=phase,
                     )
                 )
         return parts
     if kind == "reasoning":
-        summary = [s.get("text", "") for s in item.get("summary") or []]
-        content_texts = [c.get("text", "") for c in item.get("content") or []]
+        summary = [text_value(s.get("text", "")) for s in item.get("summary") or []]
+        content_texts = [text_value(c.get("text", "")) for c in item.get("content") or []]
         return [
             ThinkingPart(
                 text="\n\n".join(summary or content_texts),
                 summary=summary,
-                encrypted_content=item.get("encrypted_content"),
-                id=item.get("id"),
+                encrypted_content=str_or_none(item.get("encrypted_content")),
+                id=str_or_none(item.get("id")),
                 provenance=provenance,
             )
         ]
     if kind == "function_call":
-        arguments, raw = parse_arguments(item.get("arguments", ""))
+        arguments, raw = parse_arguments(text_value(item.get("arguments", "")))
         return [
             ToolCallPart(
-                id=item["call_id"],
-                name=item.get("name", ""),
+                id=text_value(item["call_id"]),
+                name=text_value(item.get("name", "")),
                 arguments=arguments,
                 arguments_raw=raw,
-                item_id=item.get("id"),
+                item_id=str_or_none(item.get("id")),
                 provenance=provenance,
             )
         ]
     if kind == "custom_tool_call":
         return [
             ToolCallPart(
-                id=item["call_id"],
-                name=item.get("name", ""),
-                arguments_raw=item.get("input", ""),
+                id=text_value(item["call_id"]),
+                name=text_value(item.get("name", "")),
+                arguments_raw=text_value(item.get("input", "")),
                 kind="custom",
-                item_id=item.get("id"),
+                item_id=str_or_none(item.get("id")),
                 provenance=provenance,
             )
         ]
@@ -538,22 +551,22 @@ def _parse_output(output: Any) -> list[ResultPart]:
 def _parse_input_part(part: dict[str, Any]) -> UserPart:
     kind = part.get("type")
     if kind == "input_image":
-        url = part.get("image_url")
+        url = str_or_none(part.get("image_url"))
         inline = parse_data_url(url) if url else None
         return ImagePart(
-            url=None if inline else url,
+            url=None if inline else str_or_none(url),
             data=inline[1] if inline else None,
             media_type=inline[0] if inline else None,
-            file_id=part.get("file_id"),
-            detail=part.get("detail"),
+            file_id=str_or_none(part.get("file_id")),
+            detail=str_or_none(part.get("detail")),
         )
     if kind == "input_file":
-        inline = parse_data_url(part.get("file_data") or "")
+        inline = parse_data_url(str_or_none(part.get("file_data")) or "")
         return DocumentPart(
-            url=part.get("file_url"),
+            url=str_or_none(part.get("file_url")),
             data=inline[1] if inline else None,
             media_type=inline[0] if inline else None,
-            file_id=part.get("file_id"),
-            filename=part.get("filename"),
+            file_id=str_or_none(part.get("file_id")),
+            filename=str_or_none(part.get("filename")),
         )
-    return TextPart(text=part.get("text", ""))
+    return TextPart(text=text_value(part.get("text", "")))

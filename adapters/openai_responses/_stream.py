@@ -37,6 +37,11 @@ JSON body, or JSON lines of events), a ``str``, a ``dict``, the SDK's typed even
 
 A response with no output (one that failed before producing any) gets no
 ``assistant/message``: an empty assistant turn would be rejected when rendered back.
+
+Wrong types. A dict of another shape fed whole is kept as ``native/unknown``; an output
+item whose parts cannot be read (the terminal object's, or one assembled from deltas) is
+kept the same way and the response still ends (message, step end, turn end); a chunk's
+``tool_call_id`` / ``tool_name`` of another type is dropped (once per item).
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ from adapters.openai_responses._items import (
     citation,
     item_parts,
     result_parts,
+    str_or_none,
 )
 from universal_event._sse_frames import SSEDecoder, SSEFrame
 from universal_event.errors import UniversalEventError
@@ -451,6 +457,17 @@ class OpenAIResponsesAdapter(Adapter):
         return self._feed_bytes(data if data.endswith(b"\n") else data + b"\n")
 
     def _feed_dict(self, raw: Mapping[str, Any]) -> list[Event]:
+        """One event, body or tool output as a dict; one of another shape is kept."""
+        try:
+            return self._on_dict(raw)
+        except UniversalEventError:
+            raise
+        except MALFORMED as exc:
+            native_type = raw.get("type")
+            kind = native_type if isinstance(native_type, str) else None
+            return [self.malformed(kind, dict(raw), exc)]
+
+    def _on_dict(self, raw: Mapping[str, Any]) -> list[Event]:
         if raw.get("object") == "response":
             return self._on_response_body(raw)
         if raw.get("type") in CLIENT_RESULT_TYPES:
@@ -659,9 +676,9 @@ class OpenAIResponsesAdapter(Adapter):
         response.set_model(body.model)
         status = body.status or native_type.removeprefix("response.")
         items = _final_items(response, body)
-        content = self._parts(items, response.provenance)
-        stop_reason = _stop_reason(status, body, content)
         events: list[Event] = []
+        content = self._parts(items, response.provenance, events)
+        stop_reason = _stop_reason(status, body, content)
         if content:
             events.append(
                 self._message(
@@ -746,7 +763,7 @@ class OpenAIResponsesAdapter(Adapter):
         """A response that never reached a terminal event: partial message, interrupted."""
         response.terminal = True
         events: list[Event] = []
-        content = self._parts(response.items(), response.provenance)
+        content = self._parts(response.items(), response.provenance, events)
         if content:
             events.append(
                 self._message(
@@ -802,11 +819,20 @@ class OpenAIResponsesAdapter(Adapter):
             logprobs=logprobs,
         )
 
-    @staticmethod
-    def _parts(items: list[dict[str, Any]], provenance: Provenance) -> list[AssistantPart]:
+    def _parts(
+        self, items: list[dict[str, Any]], provenance: Provenance, events: list[Event]
+    ) -> list[AssistantPart]:
+        """The parts of a response's items; an item of another shape (the terminal
+        object's, or one assembled from deltas) is kept whole as native/unknown, so the
+        response still ends (message, step end, turn end)."""
         content: list[AssistantPart] = []
         for item in items:
-            content.extend(item_parts(item, provenance))
+            try:
+                content.extend(item_parts(item, provenance))
+            except UniversalEventError:
+                raise
+            except MALFORMED as exc:
+                events.append(self.malformed(str(item.get("type")), item, exc))
         return content
 
     # ------------------------------------------------------------------ items, deltas
@@ -871,8 +897,9 @@ class OpenAIResponsesAdapter(Adapter):
         source = self._source(native_type, item_id)
         if _SLOTS[_WIRE_BY_TAG[native_type]] != "arguments":
             return source, None, None
-        item = partial.item
-        return source, item.get("call_id") or item.get("id"), item.get("name") or item.get("type")
+        item = partial.item  # once per item: a value of another type is dropped
+        call_id = str_or_none(item.get("call_id")) or str_or_none(item.get("id"))
+        return source, call_id, str_or_none(item.get("name")) or str_or_none(item.get("type"))
 
     def _on_annotation(self, event: wire.AnnotationAdded) -> list[Event]:
         response = self._current()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import random
-import resource
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 
 from adapters.codex import CodexAdapter, CodexRolloutAdapter
 from adapters.codex._core import MAX_INDEX_GAP
+from tests.adapters._fuzz_support import capped_address_space, mutate
 from universal_event.codec import decode_lines, encode_lines
 from universal_event.events import (
     AssistantChunkEvent,
@@ -270,21 +270,12 @@ def test_a_part_index_far_beyond_the_parts_keeps_the_line(field: str, index: int
 def test_a_huge_part_index_costs_nothing() -> None:
     """It used to allocate a slot per index up to it: under a cap of 256 MiB more address
     space, that fails with MemoryError instead of taking the machine's memory."""
-    statm = Path("/proc/self/statm")
-    if not statm.exists():
-        pytest.skip("needs /proc to cap the address space")
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    used = int(statm.read_text().split()[0]) * resource.getpagesize()
-    cap = used + (256 << 20)
-    if hard != resource.RLIM_INFINITY and cap > hard:
-        pytest.skip("the hard address-space limit is too low to cap")
     line = note("item/reasoning/summaryTextDelta", itemId="rs_1", delta="x", summaryIndex=10**12)
     started = time.perf_counter()
-    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-    try:
+    with capped_address_space(256 << 20) as capped:
+        if not capped:
+            pytest.skip("the address space cannot be capped here")
         events = normalise(lines(line))
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
     assert time.perf_counter() - started < 1.0
     assert len(of(events, NativeUnknownEvent)) == 1
 
@@ -543,30 +534,6 @@ def test_a_rollout_fed_as_dicts_counts_each_as_a_line() -> None:
 
 # ---------------------------------------------------------------- property: mutated captures
 
-_WEIRD: list[Any] = [None, 0, -1, 10**12, 1.5, True, "", "x", [], {}, [1], {"a": 1}, ["x"]]
-
-
-def _mutate(value: Any, rng: random.Random) -> Any:
-    """One random change deep in a decoded line: a key dropped, a value of another type."""
-    if isinstance(value, dict) and value:
-        value = dict(value)
-        key = rng.choice(list(value))
-        roll = rng.random()
-        if roll < 0.25:
-            del value[key]
-        elif roll < 0.6:
-            value[key] = rng.choice(_WEIRD)
-        else:
-            value[key] = _mutate(value[key], rng)
-        return value
-    if isinstance(value, list) and value:
-        value = list(value)
-        at = rng.randrange(len(value))
-        value[at] = _mutate(value[at], rng)
-        return value
-    return rng.choice(_WEIRD)
-
-
 _CAPTURES = [
     *(("codex", p) for p in sorted(CODEX.glob("exec/*/stdout.jsonl"))),
     *(("codex", p) for p in sorted(CODEX.glob("app_server/*/wire/server_to_client.jsonl"))),
@@ -584,7 +551,7 @@ def test_mutated_captured_lines_give_events_that_round_trip(seed: int) -> None:
         kind, path = rng.choice(_CAPTURES)
         raws = path.read_bytes().splitlines()
         mutated = [
-            json.dumps(_mutate(json.loads(raw), rng) if rng.random() < 0.3 else json.loads(raw))
+            json.dumps(mutate(json.loads(raw), rng) if rng.random() < 0.3 else json.loads(raw))
             for raw in raws
         ]
         for as_dicts in (False, True):
