@@ -58,7 +58,9 @@ def test_kill_9_writer_at_random_points(durable_kit: StoreKit) -> None:
         os.close(write_fd)
         acks = AckReader(read_fd)
         try:
-            acks.wait_for(rng.randint(0, 3), timeout=20)
+            # Anywhere in a writer's first ~40 batches: before its first append, between
+            # appends, inside one (writing, syncing), with a session of some length.
+            acks.wait_for(rng.randint(0, 40), timeout=20)
             time.sleep(rng.uniform(0, 0.004))
         finally:
             status = kill_hard(pid)
