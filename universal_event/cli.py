@@ -312,10 +312,15 @@ def _drive(
     """
     import contextlib
 
+    from universal_event.errors import RuntimeStartError
     from universal_event.fake_models import FakeModelServer, demo_responder
     from universal_event.handoff import RuntimePlaces, hand_off, make_runner, prepare
     from universal_event.log import SessionLog
-    from universal_event.runtimes import runtime_available, timeline_lines, timeline_row
+    from universal_event.runtimes import (
+        runtime_available,
+        timeline_lines,
+        timeline_row,
+    )
 
     if not runtime_available(runtime):
         extra = "claude" if runtime == "claude-code" else "codex"
@@ -344,7 +349,14 @@ def _drive(
             if row is not None and not args.quiet:
                 print(row, file=sys.stderr, flush=True)
 
-        runner = make_runner(runtime, model_url, places, args.model, on_event=show)  # type: ignore[arg-type]
+        runner = make_runner(
+            runtime,  # type: ignore[arg-type]
+            model_url,
+            places,
+            args.model,
+            on_event=show,
+            timeout=args.timeout,
+        )
         _repair_before_continuing(store, args.session)
         log = SessionLog(store, args.session)
         stack.callback(log.close)
@@ -376,8 +388,12 @@ def _drive(
             result = runner.run(log, prompt, resume=resume)
             status, error = result.status, result.error
         print("\n".join(timeline_lines(args.session, log.events())))
+        if isinstance(error, RuntimeStartError):  # nothing of the prompt was logged
+            print(f"universal-event: error: {error}", file=sys.stderr)
+            return 1
         if error is not None:
-            # e.g. a checkpoint refused because another process wrote the session
+            # e.g. a checkpoint refused because another process wrote the session, the
+            # timeout (RuntimeTimeoutError)
             print(f"universal-event: error: the run ended early: {error}", file=sys.stderr)
             return 1
     return 0 if status == "completed" else 1
@@ -425,6 +441,13 @@ def _runtime_options(sub: argparse.ArgumentParser) -> None:
     )
     sub.add_argument("--cwd", default=".", help="where the runtime runs commands (default: .)")
     sub.add_argument("--quiet", action="store_true", help="no live event lines on stderr")
+    sub.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=600.0,  # universal_event.runtimes.DEFAULT_TIMEOUT
+        help="seconds the run may take before the turn is interrupted and the runtime "
+        "stopped (default: 600)",
+    )
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

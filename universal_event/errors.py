@@ -19,6 +19,10 @@ The tree::
     ├── LiveSessionError           repair was asked of a session that is still live
     ├── StreamError                a server ended an event stream it could not go on with
     ├── RenderError                a history cannot be rendered for the target
+    ├── RuntimeRunError            a driven runtime's turn did not start or finish
+    │   ├── RuntimeStartError      its CLI could not start the turn
+    │   │   └── RuntimeNotFoundError   its CLI binary is not installed
+    │   └── RuntimeTimeoutError    the turn outlived the runner's timeout
     └── NotAvailableError          a feature that this build does not provide (yet)
 """
 
@@ -40,6 +44,10 @@ __all__ = [
     "NotAvailableError",
     "ProjectionError",
     "RenderError",
+    "RuntimeNotFoundError",
+    "RuntimeRunError",
+    "RuntimeStartError",
+    "RuntimeTimeoutError",
     "SessionNotFoundError",
     "StoreError",
     "StoreNotFoundError",
@@ -203,6 +211,31 @@ class ProjectionError(UniversalEventError):
 
 class RenderError(UniversalEventError, ValueError):
     """A derived history cannot be rendered for the requested target."""
+
+
+class RuntimeRunError(UniversalEventError):
+    """A driven turn that could not start or did not finish (in ``RunResult.error``)."""
+
+
+class RuntimeStartError(RuntimeRunError):
+    """The runtime's CLI could not start the turn (its native session is gone, it did not
+    connect); nothing of the prompt was logged."""
+
+
+class RuntimeNotFoundError(RuntimeStartError):
+    """The runtime's CLI binary is not there (the ``claude``/``codex`` extras)."""
+
+
+class RuntimeTimeoutError(RuntimeRunError, TimeoutError):
+    """The turn did not end within the runner's ``timeout``; it was interrupted."""
+
+    def __init__(self, runtime: str, seconds: float) -> None:
+        self.runtime = runtime
+        self.seconds = seconds
+        super().__init__(
+            f"{runtime}: the turn did not end within the timeout of {seconds:g} s; "
+            "it was interrupted and the CLI stopped"
+        )
 
 
 class NotAvailableError(UniversalEventError):

@@ -320,7 +320,8 @@ def make_runner(
     """A runner for ``runtime`` against the model server at ``model_url`` (its root URL).
 
     Claude Code appends ``/v1/messages`` itself; Codex is given ``<root>/v1`` and posts
-    to ``/responses`` under it.
+    to ``/responses`` under it. ``hooks`` are the runner's other fields (``on_event``,
+    ``timeout``, ``cli_path``, ...).
     """
     from universal_event.runtimes import ClaudeCodeRunner, CodexRunner
 

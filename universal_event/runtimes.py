@@ -6,8 +6,24 @@ Claude Code, ``openai_codex`` for the Codex app-server), points it at a model se
 the universal events to a :class:`~universal_event.log.SessionLog` with
 :func:`adapters._tap.tap` / :func:`~adapters._tap.atap`: checkpointed before the caller
 (and so the runtime) can act on a tool call, at every step and turn end, and when the
-stream ends however it ends. The environment is built from scratch (no inherited
-variables) with the switches that keep each CLI on loopback (see the module constants).
+stream ends however it ends.
+
+Isolation from the caller: the environment is built from scratch with the switches that
+keep each CLI on loopback (see the module constants). Both SDKs merge the caller's whole
+``os.environ`` under the env they are given (``ANTHROPIC_AUTH_TOKEN``,
+``CLAUDE_CONFIG_DIR``, ``CLAUDE_CODE_USE_BEDROCK``, ``HTTPS_PROXY`` would reach the CLI),
+so each CLI is launched through a small generated script (:func:`write_launcher`) that
+execs the real binary under ``env -i`` with exactly the runner's variables, plus the few
+the SDK itself sets for the CLI (its protocol: entry point, SDK version). Claude Code
+runs with ``setting_sources=[]`` (the SDK's isolation mode): no user, project or local
+``settings.json``, hooks or ``CLAUDE.md`` are loaded from ``cwd`` or ``$HOME``, since a
+project's ``.claude/settings.json`` could point ``ANTHROPIC_BASE_URL`` elsewhere or run
+hooks.
+
+Every run is bounded (``timeout``, seconds): on expiry the turn is interrupted (Codex)
+or the CLI killed, the turn ends ``interrupted`` in the log and the result's ``error``
+is a :class:`RuntimeTimeoutError`. A run whose CLI cannot start (binary missing, native
+session gone) logs nothing of its prompt and reports a :class:`RuntimeStartError`.
 
 Test hooks, also useful to a platform: ``interrupt_when`` (a predicate over the native
 messages: interrupt the turn the way the SDK does it) and ``kill_when`` (SIGKILL the CLI
@@ -20,8 +36,10 @@ import asyncio
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +48,11 @@ from typing import Any
 
 import msgspec
 
+from universal_event.errors import (
+    RuntimeNotFoundError,
+    RuntimeStartError,
+    RuntimeTimeoutError,
+)
 from universal_event.events import (
     AssistantMessageEvent,
     Event,
@@ -49,6 +72,7 @@ __all__ = [
     "CODEX_CONFIG_TEMPLATE",
     "ClaudeCodeRunner",
     "CodexRunner",
+    "DEFAULT_TIMEOUT",
     "RunResult",
     "bundled_claude",
     "bundled_codex",
@@ -59,6 +83,7 @@ __all__ = [
     "last_runtime",
     "reconcile_codex_turn",
     "runtime_available",
+    "write_launcher",
 ]
 
 CLAUDE_CODE_OFFLINE_ENV = {
@@ -111,6 +136,76 @@ plugins = false
 
 _BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
+_LOOPBACK_NO_PROXY = "127.0.0.1,localhost,::1"
+"""``NO_PROXY``: even a proxy given in ``extra_env`` is not used for the model server."""
+
+CLAUDE_SDK_VARIABLES = (
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CLAUDE_AGENT_SDK_VERSION",
+    "CLAUDE_AGENT_SDK_CLIENT_APP",
+    "CLAUDE_AGENT_SDK_DERIVED_CLIENT_APP",
+    "CLAUDE_CODE_SDK_READS_SESSION_STATE",
+    "CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING",
+)
+"""What ``claude_agent_sdk`` sets for the CLI itself (its protocol with it): passed on by
+the launcher when set, the rest of the SDK's environment (the caller's) is not."""
+
+DEFAULT_TIMEOUT = 600.0
+"""Seconds a run may take (start to end of turn) before it is interrupted."""
+
+_KILL_GRACE = 5.0
+"""Seconds an interrupted Codex turn gets to end before its app-server is killed."""
+
+
+def write_launcher(
+    path: Path, binary: Path, env: dict[str, str], passthrough: Sequence[str] = ()
+) -> Path:
+    """Write an executable ``sh`` script that runs ``binary`` with exactly ``env``.
+
+    The script ``exec``s ``env -i`` (nothing of the environment it was started with
+    survives) with ``env``'s variables and those of ``passthrough`` that are set (``sh``'s
+    ``${VAR+...}``: unset stays unset), then ``binary`` with the script's arguments.
+    Written atomically (a concurrent run may be executing the previous one).
+    """
+    env_bin = "/usr/bin/env" if os.access("/usr/bin/env", os.X_OK) else shutil.which("env")
+    if env_bin is None:  # pragma: no cover - every POSIX system has env(1)
+        raise RuntimeStartError("env(1) not found: cannot launch a runtime in a clean environment")
+    words = [shlex.quote(env_bin), "-i"]
+    for name in passthrough:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ValueError(f"not a variable name: {name!r}")
+        words.append(f'${{{name}+"{name}=${name}"}}')
+    for name, value in env.items():
+        if "=" in name or not name:
+            raise ValueError(f"not a variable name: {name!r}")
+        words.append(shlex.quote(f"{name}={value}"))
+    words.extend([shlex.quote(str(binary)), '"$@"'])
+    script = "#!/bin/sh\n# written by universal-event: the runtime in a clean environment\n"
+    script += "exec " + " \\\n  ".join(words) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    temporary.write_text(script, encoding="utf-8")
+    temporary.chmod(0o700)
+    os.replace(temporary, path)
+    return path
+
+
+def _runtime_binary(runtime: str, given: Path | None) -> Path:
+    """The CLI binary a runner launches: ``given``, else the bundled one, else on PATH."""
+    if given is None:
+        bundled = bundled_claude() if runtime == "claude-code" else bundled_codex()
+        found = shutil.which("claude" if runtime == "claude-code" else "codex")
+        given = bundled or (Path(found) if found else None)
+    if given is None or not given.is_file() or not os.access(given, os.X_OK):
+        extra = "claude" if runtime == "claude-code" else "codex"
+        where = f" at {given}" if given is not None else ""
+        raise RuntimeNotFoundError(
+            f"{runtime}: the CLI binary is not there{where} "
+            f"(pip install 'universal-event[{extra}]')"
+        )
+    return given
+
+
 NativePredicate = Callable[[Any], bool]
 """Called with each native message; True triggers the hook (interrupt, kill)."""
 
@@ -124,11 +219,15 @@ class RunResult:
     native_session_id: str | None = None
     """Claude Code's session UUID or Codex's thread id."""
     status: str = "completed"
-    """The status of the turn's ``turn/end`` (``interrupted`` when none was logged)."""
+    """The status of the turn's ``turn/end`` (``interrupted`` when none was logged;
+    ``failed`` when the CLI could not start the turn: ``error`` says why)."""
     native: list[Any] = field(default_factory=list)
     """Every native message the SDK yielded, unchanged (what a tap gives the caller)."""
     error: BaseException | None = None
-    """The exception that ended the stream early (the CLI died), if any."""
+    """The exception that ended the stream early (the CLI died), if any: a
+    :class:`RuntimeStartError` when the CLI could not start the turn (its binary missing:
+    :class:`RuntimeNotFoundError`), a :class:`RuntimeTimeoutError` when the turn did not
+    end within the runner's ``timeout``."""
 
 
 def claude_project_dir(home: Path, cwd: Path) -> Path:
@@ -220,7 +319,11 @@ class ClaudeCodeRunner:
     """Runs Claude Code (the CLI bundled with ``claude_agent_sdk``) one turn at a time.
 
     ``home`` is the CLI's ``$HOME`` (its transcripts live under ``home/.claude``);
-    ``cwd`` where it runs commands.
+    ``cwd`` where it runs commands. Claude Code loads no settings, hooks or
+    ``CLAUDE.md`` from ``cwd`` or ``home`` (``setting_sources=[]``): a project's
+    ``.claude/settings.json`` could redirect the model traffic (``env``) or run hooks.
+    ``timeout`` bounds the run in seconds (None: unbounded); ``cli_path`` is the binary
+    (default: the bundled one, else ``claude`` on ``PATH``).
     """
 
     base_url: str
@@ -234,18 +337,24 @@ class ClaudeCodeRunner:
     interrupt_when: NativePredicate | None = None
     kill_when: NativePredicate | None = None
     include_partial_messages: bool = True
+    timeout: float | None = DEFAULT_TIMEOUT
+    cli_path: Path | None = None
 
     runtime = "claude-code"
 
     def env(self) -> dict[str, str]:
+        """The CLI's whole environment (the launcher adds only the SDK's own variables)."""
         return {
             "PATH": _BASE_PATH,
             "HOME": str(self.home),
+            "PWD": str(self.cwd),
             "LANG": "C.UTF-8",
             "SHELL": "/bin/bash",
             "ANTHROPIC_BASE_URL": self.base_url,
             "ANTHROPIC_API_KEY": "universal-event-offline",
             "CLAUDE_CODE_MAX_RETRIES": str(self.max_retries),
+            "NO_PROXY": _LOOPBACK_NO_PROXY,
+            "no_proxy": _LOOPBACK_NO_PROXY,
             **CLAUDE_CODE_OFFLINE_ENV,
             **self.extra_env,
         }
@@ -255,57 +364,129 @@ class ClaudeCodeRunner:
         return asyncio.run(self.arun(log, prompt, resume=resume))
 
     async def arun(self, log: SessionLog, prompt: str, *, resume: str | None = None) -> RunResult:
+        """The async :meth:`run`.
+
+        The prompt is logged once the CLI is connected (a CLI that does not start, or
+        cannot resume ``resume``, leaves nothing of it: ``status`` ``failed``, ``error``
+        a :class:`RuntimeStartError`).
+        """
         from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
 
         from adapters._tap import atap
         from adapters.claude_sdk import ClaudeCodeAdapter
 
+        result = RunResult(native_session_id=resume)
+        try:
+            binary = _runtime_binary(self.runtime, self.cli_path)
+        except RuntimeNotFoundError as exc:
+            result.error, result.status = exc, "failed"
+            return result
         self.home.mkdir(parents=True, exist_ok=True)
         self.cwd.mkdir(parents=True, exist_ok=True)
-        result = RunResult(native_session_id=resume)
+        env = self.env()
+        launcher = write_launcher(
+            self.home / ".universal-event" / "claude", binary, env, CLAUDE_SDK_VARIABLES
+        )
         run_log = _RunLog(log, result.events, self.on_event)
         adapter = ClaudeCodeAdapter(session_id=log.session_id)
-        _note_switch(run_log, log, self.runtime, resume)
-        run_log.extend(adapter.user_prompt(prompt))
-        log.checkpoint()
         options = ClaudeAgentOptions(
             model=self.model,
             permission_mode="bypassPermissions",
             cwd=str(self.cwd),
             max_turns=8,
-            env=self.env(),
+            env=env,
+            cli_path=str(launcher),
+            # The SDK's isolation mode: no settings.json (user, project, local), hooks
+            # or CLAUDE.md; only what the runner gives the CLI.
+            setting_sources=[],
             resume=resume,
             include_partial_messages=self.include_partial_messages,
         )
         client = ClaudeSDKClient(options=options)
         interrupted = killed = False
+        prompt_logged = tapped = finished = False
+        deadline = asyncio.timeout(self.timeout)
         try:
-            await client.connect()
-            await client.query(prompt)
-            async for message in atap(client.receive_response(), adapter, run_log):
-                result.native.append(message)
-                if self.on_native is not None:
-                    self.on_native(message)
-                session_id = getattr(message, "session_id", None) or (
-                    getattr(message, "data", None) or {}
-                ).get("session_id")
-                if isinstance(session_id, str) and session_id:
-                    result.native_session_id = session_id
-                if not interrupted and self.interrupt_when and self.interrupt_when(message):
-                    interrupted = True
-                    await client.interrupt()
-                if not killed and self.kill_when and self.kill_when(message):
-                    killed = True
-                    _kill(_claude_pid(client))
+            async with deadline:
+                try:
+                    await client.connect()
+                except Exception as exc:  # not started: nothing of the prompt is logged
+                    result.error, result.status = _start_error(self.runtime, resume, exc), "failed"
+                    finished = True
+                    return result
+                _note_switch(run_log, log, self.runtime, resume)
+                run_log.extend(adapter.user_prompt(prompt))
+                log.checkpoint()
+                prompt_logged = True
+                await client.query(prompt)
+                tapped = True
+                async for message in atap(client.receive_response(), adapter, run_log):
+                    result.native.append(message)
+                    if self.on_native is not None:
+                        self.on_native(message)
+                    session_id = getattr(message, "session_id", None) or (
+                        getattr(message, "data", None) or {}
+                    ).get("session_id")
+                    if isinstance(session_id, str) and session_id:
+                        result.native_session_id = session_id
+                    if not interrupted and self.interrupt_when and self.interrupt_when(message):
+                        interrupted = True
+                        await client.interrupt()
+                    if not killed and self.kill_when and self.kill_when(message):
+                        killed = True
+                        _kill(_claude_pid(client))
+            finished = True
+        except TimeoutError as exc:
+            finished = True
+            if deadline.expired() and self.timeout is not None:
+                _kill(_claude_pid(client))  # the tap closed the turn (interrupted)
+                result.error = RuntimeTimeoutError(self.runtime, self.timeout)
+            else:
+                result.error = exc
         except Exception as exc:  # the CLI died: the tap already closed the turn
+            finished = True
             result.error = exc
         finally:
+            if not finished:  # cancelled by the caller: the CLI must not outlive the run
+                _kill(_claude_pid(client))
+            if prompt_logged and not tapped:  # the turn began, its stream never did
+                run_log.extend(adapter.close())
+                log.checkpoint()
             try:
-                await client.disconnect()
-            except Exception:  # disconnecting from a killed CLI may fail; nothing to keep
-                pass
+                await asyncio.wait_for(client.disconnect(), 30)
+            except Exception:  # a killed CLI may fail to disconnect; nothing to keep
+                _kill(_claude_pid(client))
+            except BaseException:
+                _kill(_claude_pid(client))
+                raise
+        if isinstance(result.error, RuntimeTimeoutError):
+            _note_timeout(run_log, log, result.error)
         result.status = _turn_status(result.events)
         return result
+
+
+def _start_error(runtime: str, resume: str | None, exc: BaseException) -> RuntimeStartError:
+    """The one-line error of a CLI that could not start the turn."""
+    if isinstance(exc, RuntimeStartError):
+        return exc
+    detail = " ".join(str(exc).split()) or type(exc).__name__
+    what = f"cannot resume native session {resume}" if resume else "the CLI did not start"
+    error = RuntimeStartError(f"{runtime}: {what}: {detail}")
+    error.__cause__ = exc
+    return error
+
+
+def _note_timeout(run_log: _RunLog, log: SessionLog, error: RuntimeTimeoutError) -> None:
+    """Say in the log why the turn ended ``interrupted``: the runner's timeout."""
+    turn_id = next((e.turn_id for e in reversed(run_log.sink) if e.turn_id), None)
+    warning = WarningEvent(
+        code="runtime_timeout",
+        message=str(error),
+        turn_id=turn_id,
+        source=Source(runtime=error.runtime, native_type="timeout"),
+    )
+    run_log.extend([warning])
+    log.checkpoint()
 
 
 def _claude_pid(client: Any) -> int | None:
@@ -313,6 +494,48 @@ def _claude_pid(client: Any) -> int | None:
     process = getattr(transport, "_process", None)
     pid = getattr(process, "pid", None)
     return pid if isinstance(pid, int) else None
+
+
+class _Watchdog:
+    """Bounds a Codex run: on expiry interrupts the turn, then kills the app-server."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.client: Any = None
+        self.handle: Any = None
+        self.expired = False
+        self.killed = False
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        if seconds is not None:
+            self._thread = threading.Thread(
+                target=self._watch, args=(seconds,), name="universal-event-timeout", daemon=True
+            )
+            self._thread.start()
+
+    def _watch(self, seconds: float) -> None:
+        if self._done.wait(seconds):
+            return
+        self.expired = True
+        handle = self.handle
+        if handle is not None:  # interrupt the turn the way the SDK does (may block)
+            threading.Thread(target=_quietly, args=(handle.interrupt,), daemon=True).start()
+            if self._done.wait(_KILL_GRACE):
+                return
+        self.killed = True
+        _kill(_codex_pid(self.client))
+
+    def stop(self) -> None:
+        """The turn's stream ended: nothing more to interrupt or kill."""
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join(timeout=1)
+
+
+def _quietly(call: Callable[[], Any]) -> None:
+    try:
+        call()
+    except Exception:  # an app-server that is gone or stuck: the watchdog kills it
+        pass
 
 
 @dataclass
@@ -323,7 +546,10 @@ class CodexRunner:
     runs commands. Raw response items are switched on (``experimentalRawEvents``) so the
     log gets the function calls and tool outputs exactly as Codex sends them to the model;
     a resumed thread gets none, and each turn is reconciled with the thread's rollout
-    afterwards (:meth:`reconcile`).
+    afterwards (:meth:`reconcile`). ``timeout`` bounds the run in seconds (None:
+    unbounded; on expiry the turn is interrupted, the app-server killed if it does not
+    end); ``cli_path`` is the binary (default: the bundled one, else ``codex`` on
+    ``PATH``).
     """
 
     base_url: str
@@ -335,6 +561,8 @@ class CodexRunner:
     on_event: Callable[[Event], None] | None = None
     interrupt_when: NativePredicate | None = None
     kill_when: NativePredicate | None = None
+    timeout: float | None = DEFAULT_TIMEOUT
+    cli_path: Path | None = None
 
     runtime = "codex"
 
@@ -349,30 +577,48 @@ class CodexRunner:
         return path
 
     def env(self) -> dict[str, str]:
+        """The app-server's whole environment (the launcher adds nothing to it)."""
+        path = _BASE_PATH
+        helpers = _codex_path_dir()
+        if helpers is not None:  # what the SDK puts first on PATH for the bundled binary
+            path = f"{helpers}:{path}"
         return {
-            "PATH": _BASE_PATH,
+            "PATH": path,
             "HOME": str(self.codex_home),
             "LANG": "C.UTF-8",
             "SHELL": "/bin/bash",
             "CODEX_HOME": str(self.codex_home),
             "UNIVERSAL_EVENT_CODEX_API_KEY": "universal-event-offline",
+            "NO_PROXY": _LOOPBACK_NO_PROXY,
+            "no_proxy": _LOOPBACK_NO_PROXY,
         }
 
     def run(self, log: SessionLog, prompt: str, *, resume: str | None = None) -> RunResult:
-        """Run one turn (resuming thread ``resume`` when given) and log it live."""
+        """Run one turn (resuming thread ``resume`` when given) and log it live.
+
+        A thread that cannot be started or resumed (``resume`` gone) logs nothing of the
+        prompt: ``status`` ``failed``, ``error`` a :class:`RuntimeStartError`.
+        """
         from openai_codex import Codex, CodexConfig
         from openai_codex.api import Thread
+        from openai_codex.errors import CodexError
 
         from adapters._tap import tap
         from adapters.codex import CodexAdapter
 
+        result = RunResult(native_session_id=resume)
+        try:
+            binary = _runtime_binary(self.runtime, self.cli_path)
+        except RuntimeNotFoundError as exc:
+            result.error, result.status = exc, "failed"
+            return result
         self.cwd.mkdir(parents=True, exist_ok=True)
         self.write_config()
-        result = RunResult(native_session_id=resume)
+        env = self.env()
+        launcher = write_launcher(self.codex_home / ".universal-event" / "codex", binary, env)
+        config = CodexConfig(codex_bin=str(launcher), cwd=str(self.cwd), env=env)
         run_log = _RunLog(log, result.events, self.on_event)
         adapter = CodexAdapter(session_id=log.session_id, model=self.model)
-        _note_switch(run_log, log, self.runtime, resume)
-        log.checkpoint()
         params: dict[str, Any] = {
             "approvalPolicy": "never",
             "sandbox": "danger-full-access",
@@ -380,40 +626,70 @@ class CodexRunner:
             "cwd": str(self.cwd),
         }
         interrupted = killed = False
-        with Codex(config=CodexConfig(cwd=str(self.cwd), env=self.env())) as codex:
-            client: Any = codex._client
-            if resume is None:
-                # thread_start() of the SDK has no experimentalRawEvents parameter; the
-                # app-server takes it (the SDK initialises with experimentalApi: true).
-                started = client.thread_start({**params, "experimentalRawEvents": True})
-            else:
-                started = client.thread_resume(resume, {**params, "experimentalRawEvents": True})
-            thread_info = started.thread.model_dump(mode="json", by_alias=True)
-            result.native_session_id = started.thread.id
-            # thread/started is not in the turn stream: feed the thread itself.
-            run_log.extend(
-                adapter.feed({"method": "thread/started", "params": {"thread": thread_info}})
-            )
-            handle = Thread(client, started.thread.id).turn(prompt)
+        watchdog = _Watchdog(self.timeout)
+        try:
             try:
-                for notification in tap(handle.stream(), adapter, run_log):
-                    result.native.append(notification)
-                    if self.on_native is not None:
-                        self.on_native(notification)
-                    if (
-                        not interrupted
-                        and self.interrupt_when
-                        and self.interrupt_when(notification)
-                    ):
-                        interrupted = True
-                        handle.interrupt()
-                    if not killed and self.kill_when and self.kill_when(notification):
-                        killed = True
-                        _kill(_codex_pid(client))
-            except Exception as exc:  # the app-server died: the tap closed the turn
-                result.error = exc
-            if not killed:
-                self.reconcile(log, run_log, result)
+                codex = Codex(config=config)
+            except (CodexError, OSError) as exc:
+                result.error, result.status = _start_error(self.runtime, None, exc), "failed"
+                return result
+            with codex:
+                client: Any = codex._client
+                watchdog.client = client
+                try:
+                    if resume is None:
+                        # thread_start() of the SDK has no experimentalRawEvents parameter;
+                        # the app-server takes it (the SDK initialises with experimentalApi).
+                        started = client.thread_start({**params, "experimentalRawEvents": True})
+                    else:
+                        started = client.thread_resume(
+                            resume, {**params, "experimentalRawEvents": True}
+                        )
+                except CodexError as exc:  # the thread is gone: nothing of the prompt logged
+                    result.error, result.status = _start_error(self.runtime, resume, exc), "failed"
+                    return result
+                _note_switch(run_log, log, self.runtime, resume)
+                log.checkpoint()
+                thread_info = started.thread.model_dump(mode="json", by_alias=True)
+                result.native_session_id = started.thread.id
+                # thread/started is not in the turn stream: feed the thread itself.
+                run_log.extend(
+                    adapter.feed({"method": "thread/started", "params": {"thread": thread_info}})
+                )
+                try:
+                    handle = Thread(client, started.thread.id).turn(prompt)
+                except CodexError as exc:
+                    result.error, result.status = _start_error(self.runtime, resume, exc), "failed"
+                    return result
+                watchdog.handle = handle
+                try:
+                    for notification in tap(handle.stream(), adapter, run_log):
+                        result.native.append(notification)
+                        if self.on_native is not None:
+                            self.on_native(notification)
+                        if (
+                            not interrupted
+                            and self.interrupt_when
+                            and self.interrupt_when(notification)
+                        ):
+                            interrupted = True
+                            handle.interrupt()
+                        if not killed and self.kill_when and self.kill_when(notification):
+                            killed = True
+                            _kill(_codex_pid(client))
+                except Exception as exc:  # the app-server died: the tap closed the turn
+                    result.error = exc
+                watchdog.stop()
+                if not killed and not watchdog.killed:
+                    self.reconcile(log, run_log, result)
+        finally:
+            watchdog.stop()
+            expired = watchdog.expired and _turn_status(result.events) != "completed"
+            if expired and self.timeout is not None:
+                result.error = RuntimeTimeoutError(self.runtime, self.timeout)
+                result.status = "interrupted"
+        if isinstance(result.error, RuntimeTimeoutError):
+            _note_timeout(run_log, log, result.error)
         result.status = _turn_status(result.events)
         return result
 
@@ -573,10 +849,21 @@ def _note_switch(run_log: _RunLog, log: SessionLog, runtime: str, native: str | 
         )
 
 
+def _codex_path_dir() -> Path | None:
+    """The helper directory ``openai-codex-cli-bin`` ships for Codex's ``PATH``, if any."""
+    try:
+        from codex_cli_bin import bundled_path_dir  # type: ignore[import-untyped]
+
+        found = bundled_path_dir()
+    except (ImportError, AttributeError, OSError):
+        return None
+    return Path(found) if found is not None else None
+
+
 def bundled_codex() -> Path | None:
     """The Codex binary shipped in ``openai-codex-cli-bin``, if installed."""
     try:
-        import codex_cli_bin  # type: ignore[import-untyped]
+        import codex_cli_bin
     except ImportError:
         return None
     candidate = Path(codex_cli_bin.__file__).parent / "bin" / "codex"

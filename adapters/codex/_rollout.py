@@ -287,6 +287,10 @@ class CodexRolloutAdapter(CodexCore):
     def _event_msg(self, payload: Mapping[str, Any], out: list[Event]) -> None:
         kind = str(payload.get("type"))
         if kind == "task_started":
+            if not self._turn_open:
+                # Items before the task (a hand-off's rollout has no turns) are not its:
+                # the message they leave pending is flushed outside the turn.
+                self._flush(out, kind)
             self._start_turn(out, payload.get("turn_id"), kind)
         elif kind == "task_complete":
             error = payload.get("error")
