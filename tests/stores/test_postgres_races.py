@@ -306,10 +306,12 @@ def test_fork_points(make_store: StoreMaker, postgres_url: str) -> None:
 # ---------------------------------------------------------------------- pool use by reads
 
 
-def test_store_calls_inside_a_read_loop_with_a_pool_of_one(make_store: StoreMaker) -> None:
-    """A read holds no connection while the reader has the events (before: past the
-    first page it did, and any store call in the loop waited 30 s for PoolTimeout)."""
-    store = make_store(max_size=1)
+@pytest.mark.parametrize("pool", [1, 2])
+def test_store_calls_inside_a_read_loop(make_store: StoreMaker, pool: int) -> None:
+    """From a pool of one, a read holds no connection while the reader has the events
+    (before: past the first page it did, and any store call in the loop waited 30 s for
+    PoolTimeout); from a larger pool it holds one, and the calls get another."""
+    store = make_store(max_size=pool)
     count = 2 * READ_PAGE_SIZE + 500
     store.append("x", sample_events("x", 0, count), expected_seq=0)
     store.append("y", sample_events("y", 0, 3), expected_seq=0)
@@ -334,13 +336,15 @@ def test_store_calls_inside_a_read_loop_with_a_pool_of_one(make_store: StoreMake
     assert time.monotonic() - began < 20
 
 
-def test_damaged_row_past_the_first_page_with_a_pool_of_one(
-    make_store: StoreMaker, postgres_url: str
+@pytest.mark.parametrize("pool", [1, 4])
+def test_damaged_row_past_the_first_page(
+    make_store: StoreMaker, postgres_url: str, pool: int
 ) -> None:
     """A damaged row on a later page is CorruptEventError naming its seq, after the
-    events before it (before: the row-by-row fallback needed a second connection and
-    the read ended in PoolTimeout)."""
-    store = make_store(max_size=1)
+    events before it (before, from a pool of one: the row-by-row fallback needed a
+    second connection and the read ended in PoolTimeout). From a larger pool the read
+    holds its connection, a page ahead in flight, and the fallback uses it."""
+    store = make_store(max_size=pool)
     damaged = READ_PAGE_SIZE + 500
     store.append("x", sample_events("x", 0, 2 * READ_PAGE_SIZE + 500), expected_seq=0)
     with psycopg.connect(postgres_url, autocommit=True) as raw:
@@ -380,7 +384,10 @@ def test_a_read_of_large_events_is_bounded_in_memory(make_store: StoreMaker) -> 
     assert peak < 64 * 1024 * 1024, f"peak {peak / 1e6:.0f} MB"
 
 
-def test_pages_of_mixed_sizes(make_store: StoreMaker, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("pool", [1, 4])
+def test_pages_of_mixed_sizes(
+    make_store: StoreMaker, monkeypatch: pytest.MonkeyPatch, pool: int
+) -> None:
     """Small and large rows mixed (large ones first on a page, last, in runs, at the
     end): every read gets the events written, and no page fetched passes the byte
     budget (unless it is one row). Smaller budgets than the shipped ones, same logic."""
@@ -388,7 +395,7 @@ def test_pages_of_mixed_sizes(make_store: StoreMaker, monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(postgres, "PAGE_BYTES", 200_000)
     monkeypatch.setattr(postgres, "FIRST_PLAN", (READ_PAGE_SIZE, 200_000 // READ_PAGE_SIZE))
-    store = make_store()
+    store = make_store(max_size=pool)
     count = 2 * READ_PAGE_SIZE + 300
     large = {0, 5, READ_PAGE_SIZE - 1, READ_PAGE_SIZE, 2 * READ_PAGE_SIZE + 299}
     large |= set(range(1500, 1540))  # a run: several large-rows pages
