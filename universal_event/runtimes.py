@@ -179,7 +179,10 @@ def write_launcher(
         if "=" in name or not name:
             raise ValueError(f"not a variable name: {name!r}")
         words.append(shlex.quote(f"{name}={value}"))
-    words.extend([shlex.quote(str(binary)), '"$@"'])
+    command = str(binary.resolve())  # a relative path would be looked up in PATH
+    if "=" in command:  # env(1) would take it for one more variable
+        words.extend(["/bin/sh", "-c", shlex.quote('exec "$0" "$@"')])
+    words.extend([shlex.quote(command), '"$@"'])
     script = "#!/bin/sh\n# written by universal-event: the runtime in a clean environment\n"
     script += "exec " + " \\\n  ".join(words) + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -344,3 +344,41 @@ def test_a_cli_that_cannot_start_logs_no_prompt(runtime: str, tmp_path: Path) ->
     ]
     assert prompts == ["second prompt"]
     assert not of_type(log.events(), RuntimeSwitchEvent)
+
+
+def test_the_launcher_runs_a_binary_on_any_path_with_exactly_its_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A path holding ``=`` (env(1) would read it as a variable) or given relative (it
+    would be looked up in PATH) still runs that binary; arguments and passed-through
+    values arrive as they are; nothing else of the caller's environment does."""
+    import subprocess
+
+    from universal_event.runtimes import write_launcher
+
+    for directory in (tmp_path / "a=b", tmp_path / "plain"):
+        directory.mkdir()
+        tool = directory / "tool"
+        tool.write_text('#!/bin/sh\necho "$0"; printf "%s|" "$@"; echo; env | sort\n')
+        tool.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    odd = "v with  spaces * $HOME `id`"
+    for binary in (tmp_path / "a=b" / "tool", Path("plain/tool")):
+        launcher = write_launcher(
+            tmp_path / "launch", binary, {"FOO": "1 2"}, passthrough=("PASSED", "UNSET")
+        )
+        done = subprocess.run(
+            [str(launcher), "x y", "*"],
+            env={"PASSED": odd, "LEAKED": "no", "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            cwd=tmp_path / "plain",
+            timeout=10,
+            check=True,
+        )
+        script, arguments, *environment = done.stdout.splitlines()
+        assert script == str(binary.resolve() if not binary.is_absolute() else binary)
+        assert arguments == "x y|*|"
+        names = {line.split("=", 1)[0] for line in environment}
+        assert f"PASSED={odd}" in environment and "FOO=1 2" in environment
+        assert "LEAKED" not in names and "UNSET" not in names

@@ -233,6 +233,47 @@ def test_a_feed_whose_start_fails_restarts_and_live_clients_get_later_events(
             assert _seqs(body) == [0, 1, 2]
 
 
+class _FlakyTailStore(MemoryStore):
+    """``tail`` fails while ``failing`` is set, as a store connection that dropped."""
+
+    failing = False
+    failures = 0
+
+    def tail(self, session_id: str, after_seq: int, *, timeout: float | None = None) -> list[Event]:
+        if self.failing:
+            self.failures += 1
+            time.sleep(0.01)
+            raise OSError("connection lost")
+        return super().tail(session_id, after_seq, timeout=timeout)
+
+
+def test_a_restarted_feed_sends_what_was_stored_while_it_failed(
+    http: httpx.Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Events another process stored while the tail kept failing reach live clients once
+    it recovers (before, the restarted feed jumped to the store's latest seq: they came
+    only with the next append, if any)."""
+    caplog.set_level(logging.CRITICAL, logger="universal_event.server")
+    store = _FlakyTailStore()
+    app = create_app(store, tokens=None, keepalive=0.3, tail_timeout=0.1)
+    with ServerThread(app) as server:
+        assert post_events(http, server.url, "rf", user_events(2, prefix="a")).is_success
+        with http.stream("GET", f"{server.url}/sessions/rf/events") as live:
+            chunks = live.iter_raw()
+            body = _read(chunks, _through(1))
+            store.failing = True
+            _until(lambda: store.failures >= 1, "a tail failed")
+            elsewhere = [
+                UserMessageEvent(id=f"x{seq}", content=[], seq=seq, session_id="rf")
+                for seq in (2, 3, 4)
+            ]
+            store.append("rf", elsewhere, expected_seq=2)  # "another process"
+            _until(lambda: store.failures >= 4, "the feed restarted")  # 3 tails a run
+            store.failing = False
+            body += _read(chunks, _through(4))
+        assert _seqs(body) == [0, 1, 2, 3, 4]
+
+
 def test_a_feed_that_keeps_failing_ends_its_streams(
     http: httpx.Client, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -339,7 +380,8 @@ def test_an_id_sent_again_with_another_body_is_a_409_naming_id_and_seq(
     url = "/sessions/i/events"
 
     def message(text: str, **extra: object) -> bytes:
-        return encode(UserMessageEvent(id="X1", content=[TextPart(text=text)], **extra))  # type: ignore[arg-type]
+        fields: dict[str, object] = {"id": "X1", **extra}
+        return encode(UserMessageEvent(content=[TextPart(text=text)], **fields))  # type: ignore[arg-type]
 
     with ServerThread(create_app(store, tokens=None)) as server:
         assert http.post(server.url + url, content=message("original")).is_success
@@ -353,7 +395,13 @@ def test_an_id_sent_again_with_another_body_is_a_409_naming_id_and_seq(
     with ServerThread(create_app(store, tokens=None)) as server:
         assert http.post(server.url + url, content=message("DIFFERENT")).status_code == 409
         assert http.post(server.url + url, content=message("original")).is_success
-    assert [event.id for event in store.read("i")] == ["X1"]
+        # one request holding an id twice: the same body is a duplicate, another a 409
+        twice = b"[" + message("new", id="X2") + b"," + message("new", id="X2") + b"]"
+        assert http.post(server.url + url, content=twice).json()["duplicates"] == 1
+        clash = b"[" + message("one", id="X3") + b"," + message("two", id="X3") + b"]"
+        refused = http.post(server.url + url, content=clash)
+        assert refused.status_code == 409 and refused.json()["error"]["event_id"] == "X3"
+    assert [event.id for event in store.read("i")] == ["X1", "X2"]
 
 
 def test_a_surface_intent_is_given_once_a_retry_may_leave_it_out(http: httpx.Client) -> None:

@@ -286,13 +286,19 @@ class SessionFeed:
                 buffer.close()
 
     async def run(self) -> None:
-        """Tail the store while anyone listens."""
-        latest = await anyio.to_thread.run_sync(
-            self.store.latest_seq, self.session_id, limiter=self.tail_limiter
-        )
-        # A local publish may have got in first (a new session's seq 0): never go back.
-        self.published = max(self.published, latest)
-        self.ready.set()
+        """Tail the store while anyone listens.
+
+        The first run starts from the store's latest seq (subscribers catch up from the
+        store before they join). A restart after a failure goes on from what was
+        published: what other processes stored meanwhile is tailed, not skipped.
+        """
+        if not self.ready.is_set():
+            latest = await anyio.to_thread.run_sync(
+                self.store.latest_seq, self.session_id, limiter=self.tail_limiter
+            )
+            # A local publish may have got in first (a new session's seq 0): never go back.
+            self.published = max(self.published, latest)
+            self.ready.set()
         loop = asyncio.get_running_loop()
         # The thread checks for subscribers off the loop; this check, on the loop, runs
         # in the same step as the caller's clean-up, so no subscriber can slip between.

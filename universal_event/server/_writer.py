@@ -255,28 +255,23 @@ class SessionWriters:
         session_id: str, state: _SessionState, events: Sequence[Event], check_bodies: bool
     ) -> tuple[list[Event], int]:
         batch: list[Event] = []
-        in_batch: set[str] = set()
+        in_batch: dict[str, int] = {}
         duplicates = 0
         now = time.time()
         for event in events:
-            stored = state.ids.get(event.id)
-            if stored is not None:
+            earlier = state.ids.get(event.id)
+            if earlier is None:
+                earlier = in_batch.get(event.id)
+            if earlier is not None:  # stored, or earlier in this call
                 if check_bodies:
-                    _check_same_body(session_id, event, stored)
+                    _check_same_body(session_id, event, earlier)
                 duplicates += 1
                 continue
-            if event.id in in_batch:
-                duplicates += 1
-                continue
-            in_batch.add(event.id)
-            batch.append(
-                msgspec.structs.replace(
-                    event,
-                    seq=state.next_seq + len(batch),
-                    session_id=session_id,
-                    ts=event.ts or now,
-                )
+            numbered = msgspec.structs.replace(
+                event, seq=state.next_seq + len(batch), session_id=session_id, ts=event.ts or now
             )
+            in_batch[event.id] = _pack(numbered) if check_bodies else numbered.seq
+            batch.append(numbered)
         return batch, duplicates
 
 

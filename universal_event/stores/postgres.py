@@ -673,8 +673,10 @@ class PostgresStore:
         as long as it is iterated: the next page's query is sent, and the server scans
         and sends it while the reader decodes this one (decoded lazily: a reader that
         drops each event after use triggers no garbage collection). A store call the
-        reader makes meanwhile gets another connection; dropping the iterator gives the
-        connection back. From a pool of one, a page's connection is given back before the
+        reader makes meanwhile gets another connection when the pool has one to spare
+        (as many readers making such calls as the pool has connections wait for each
+        other until ``PoolTimeout``: size the pool for them); dropping the iterator
+        gives the connection back. From a pool of one, a page's connection is given back before the
         page is decoded, so such a call can have it; the server then waits while the
         reader decodes (measured ~1.6x slower on 100k events). In memory: about two pages
         of payloads. The first page and where the session ends go in one round trip, so
@@ -696,7 +698,7 @@ class PostgresStore:
         if min(FIRST_PLAN[0], bound - start) <= 0:
             return
         if self._pool.max_size > 1:
-            # A store call the reader makes meanwhile gets another connection.
+            # A store call the reader makes meanwhile gets another one (see read()).
             with self._pool.connection() as conn, conn.pipeline():
                 yield from self._pages(session_id, start, bound, lambda: nullcontext(conn))
         else:
