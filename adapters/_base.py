@@ -30,10 +30,12 @@ __all__ = [
     "Adapter",
     "bool_or_none",
     "dict_or_none",
+    "int_or_none",
     "kept_bytes",
     "native_time",
     "new_id",
     "split_lines",
+    "str_or_none",
     "text_value",
 ]
 
@@ -61,6 +63,16 @@ def text_value(value: Any) -> str:
     if not isinstance(value, str):
         raise TypeError(f"expected a string, got {type(value).__name__}")
     return value
+
+
+def str_or_none(value: Any) -> str | None:
+    """A native optional string field: the string, None for a value of any other type."""
+    return value if isinstance(value, str) else None
+
+
+def int_or_none(value: Any) -> int | None:
+    """A native optional integer field: the int (not a bool), None for anything else."""
+    return value if type(value) is int else None
 
 
 def dict_or_none(value: Any) -> dict[str, Any] | None:

@@ -68,11 +68,18 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from adapters._base import MALFORMED, Adapter, native_time, new_id, text_value
+from adapters._base import (
+    MALFORMED,
+    Adapter,
+    int_or_none,
+    native_time,
+    new_id,
+    str_or_none,
+    text_value,
+)
 from adapters._usage import anthropic_usage
 from adapters.anthropic._request import user_part
 from adapters.anthropic._stream import AnthropicAdapter, assistant_parts, whole_block
-from adapters.openai_responses._items import int_or_none, str_or_none
 from universal_event.errors import UniversalEventError
 from universal_event.events import (
     AssistantMessageEvent,

@@ -25,7 +25,7 @@ import functools
 from collections.abc import Sequence
 from typing import Any, assert_never
 
-from adapters._base import bool_or_none, dict_or_none, text_value
+from adapters._base import bool_or_none, dict_or_none, str_or_none, text_value
 from adapters._render import (
     ANTHROPIC_TOOL_IDS,
     Group,
@@ -53,7 +53,6 @@ from adapters._render import (
     unknown_role,
     warning,
 )
-from adapters.openai_responses._items import str_or_none
 from universal_event.errors import RenderError
 from universal_event.events import (
     AssistantMessageEvent,

@@ -45,10 +45,17 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from adapters._base import MALFORMED, Adapter, kept_bytes, new_id, text_value
+from adapters._base import (
+    MALFORMED,
+    Adapter,
+    int_or_none,
+    kept_bytes,
+    new_id,
+    str_or_none,
+    text_value,
+)
 from adapters._usage import anthropic_usage, merge_anthropic_usage
 from adapters.anthropic import _wire
-from adapters.openai_responses._items import int_or_none, str_or_none
 from universal_event._sse_frames import SSEDecoder, SSEFrame
 from universal_event.errors import UniversalEventError
 from universal_event.events import (

@@ -57,7 +57,7 @@ from typing import Any, get_args
 
 import msgspec
 
-from adapters._base import MALFORMED, kept_bytes
+from adapters._base import MALFORMED, int_or_none, kept_bytes, str_or_none
 from adapters.codex._core import (
     CodexCore,
     LateItem,
@@ -101,7 +101,7 @@ from adapters.codex._wire import (
     decode_typed_line,
     decode_typed_lines,
 )
-from adapters.openai_responses._items import CLIENT_RESULT_TYPES, int_or_none, str_or_none
+from adapters.openai_responses._items import CLIENT_RESULT_TYPES
 from universal_event.errors import UniversalEventError
 from universal_event.events import (
     ErrorEvent,

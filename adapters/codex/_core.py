@@ -57,8 +57,8 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from adapters._base import Adapter, EventT, split_lines
-from adapters.openai_responses._items import result_parts, str_or_none
+from adapters._base import Adapter, EventT, split_lines, str_or_none
+from adapters.openai_responses._items import result_parts
 from universal_event.events import (
     AssistantChunkEvent,
     AssistantMessageEvent,

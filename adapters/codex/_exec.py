@@ -43,8 +43,8 @@ from typing import Any
 
 import msgspec
 
+from adapters._base import int_or_none, str_or_none
 from adapters.codex._core import CodexCore, codex_usage, text_content
-from adapters.openai_responses._items import int_or_none, str_or_none
 from universal_event.events import (
     ErrorEvent,
     Event,

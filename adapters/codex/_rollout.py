@@ -39,14 +39,12 @@ from typing import Any
 
 import msgspec
 
-from adapters._base import native_time
+from adapters._base import int_or_none, native_time, str_or_none
 from adapters.codex._core import CodexCore, codex_usage, exact_arguments
 from adapters.openai_responses._items import (
     CLIENT_RESULT_TYPES,
-    int_or_none,
     item_parts,
     result_parts,
-    str_or_none,
 )
 from universal_event.errors import AdapterError
 from universal_event.events import (

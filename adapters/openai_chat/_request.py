@@ -34,7 +34,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, assert_never
 
-from adapters._base import dict_or_none, text_value
+from adapters._base import dict_or_none, str_or_none, text_value
 from adapters._render import (
     CHAT_TOOL_IDS,
     Group,
@@ -64,7 +64,6 @@ from adapters._render import (
     unknown_role,
     warning,
 )
-from adapters.openai_responses._items import str_or_none
 from universal_event.events import (
     AssistantMessageEvent,
     Event,

@@ -46,7 +46,7 @@ from typing import Any
 
 import msgspec
 
-from adapters._base import text_value
+from adapters._base import int_or_none, str_or_none, text_value
 from adapters._render import parse_arguments
 from universal_event.parts import (
     AssistantPart,
@@ -66,11 +66,9 @@ from universal_event.parts import (
 __all__ = [
     "CLIENT_RESULT_TYPES",
     "citation",
-    "int_or_none",
     "item_parts",
     "parse_arguments",
     "result_parts",
-    "str_or_none",
 ]
 
 CLIENT_RESULT_TYPES = frozenset(
@@ -98,16 +96,6 @@ _SERVER_TOOL_INPUT_KEYS: dict[str, tuple[str, ...]] = {
     "tool_search_call": ("arguments",),
 }
 """What the tool was asked to do, per server-tool item type (the rest is in ``native``)."""
-
-
-def str_or_none(value: Any) -> str | None:
-    """A native optional string field: the string, None for a value of any other type."""
-    return value if isinstance(value, str) else None
-
-
-def int_or_none(value: Any) -> int | None:
-    """A native optional integer field: the int (not a bool), None for anything else."""
-    return value if type(value) is int else None
 
 
 def citation(annotation: Mapping[str, Any]) -> Citation:

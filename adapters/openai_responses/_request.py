@@ -23,7 +23,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any, assert_never
 
-from adapters._base import dict_or_none, text_value
+from adapters._base import dict_or_none, str_or_none, text_value
 from adapters._render import (
     RESPONSES_TOOL_IDS,
     Group,
@@ -53,7 +53,6 @@ from adapters._render import (
     unknown_role,
     warning,
 )
-from adapters.openai_responses._items import str_or_none
 from universal_event.events import (
     AssistantMessageEvent,
     Event,

@@ -53,7 +53,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 import msgspec
 
-from adapters._base import MALFORMED, Adapter, kept_bytes
+from adapters._base import MALFORMED, Adapter, kept_bytes, str_or_none
 from adapters._tap import EventLog, atap_sdk_stream, log_session_id, tap_sdk_stream
 from adapters._usage import openai_usage
 from adapters.openai_responses import _wire as wire
@@ -62,7 +62,6 @@ from adapters.openai_responses._items import (
     citation,
     item_parts,
     result_parts,
-    str_or_none,
 )
 from universal_event._sse_frames import SSEDecoder, SSEFrame
 from universal_event.errors import UniversalEventError
