@@ -40,8 +40,8 @@ part).
 
 Native values of the wrong type never reach a typed event field (the event would encode
 but not decode back, and a stored session holding it could not be read): optional fields
-are dropped to None (:func:`~adapters.openai_responses._items.str_or_none`,
-:func:`~adapters.openai_responses._items.int_or_none`); a delta whose part index is not an
+are dropped to None (:func:`~adapters._base.str_or_none`,
+:func:`~adapters._base.int_or_none`); a delta whose part index is not an
 integer, or lies far beyond the parts seen so far (:func:`part_index`), is malformed and
 its line kept whole. The typed app-server lines (:mod:`._wire`) are checked by their
 decoder already.
