@@ -193,6 +193,20 @@ def write_launcher(
     return path
 
 
+def _launcher(
+    runtime: str,
+    given: Path | None,
+    directory: Path,
+    env: dict[str, str],
+    passthrough: Sequence[str] = (),
+) -> Path:
+    """The runtime's CLI (:func:`_runtime_binary`) behind its launcher in ``directory``
+    (:func:`write_launcher`); :class:`RuntimeNotFoundError` when the CLI is not there."""
+    binary = _runtime_binary(runtime, given)
+    name = "claude" if runtime == "claude-code" else "codex"
+    return write_launcher(directory / name, binary, env, passthrough)
+
+
 def _runtime_binary(runtime: str, given: Path | None) -> Path:
     """The CLI binary a runner launches: ``given``, else the bundled one, else on PATH."""
     if given is None:
@@ -379,17 +393,20 @@ class ClaudeCodeRunner:
         from adapters.claude_sdk import ClaudeCodeAdapter
 
         result = RunResult(native_session_id=resume)
+        env = self.env()
         try:
-            binary = _runtime_binary(self.runtime, self.cli_path)
+            launcher = _launcher(
+                self.runtime,
+                self.cli_path,
+                self.home / ".universal-event",
+                env,
+                CLAUDE_SDK_VARIABLES,
+            )
         except RuntimeNotFoundError as exc:
             result.error, result.status = exc, "failed"
             return result
         self.home.mkdir(parents=True, exist_ok=True)
         self.cwd.mkdir(parents=True, exist_ok=True)
-        env = self.env()
-        launcher = write_launcher(
-            self.home / ".universal-event" / "claude", binary, env, CLAUDE_SDK_VARIABLES
-        )
         run_log = _RunLog(log, result.events, self.on_event)
         adapter = ClaudeCodeAdapter(session_id=log.session_id)
         options = ClaudeAgentOptions(
@@ -610,15 +627,16 @@ class CodexRunner:
         from adapters.codex import CodexAdapter
 
         result = RunResult(native_session_id=resume)
+        env = self.env()
         try:
-            binary = _runtime_binary(self.runtime, self.cli_path)
+            launcher = _launcher(
+                self.runtime, self.cli_path, self.codex_home / ".universal-event", env
+            )
         except RuntimeNotFoundError as exc:
             result.error, result.status = exc, "failed"
             return result
         self.cwd.mkdir(parents=True, exist_ok=True)
         self.write_config()
-        env = self.env()
-        launcher = write_launcher(self.codex_home / ".universal-event" / "codex", binary, env)
         config = CodexConfig(codex_bin=str(launcher), cwd=str(self.cwd), env=env)
         run_log = _RunLog(log, result.events, self.on_event)
         adapter = CodexAdapter(session_id=log.session_id, model=self.model)

@@ -42,7 +42,13 @@ from starlette.types import Message, Receive, Scope, Send
 from universal_event.errors import CorruptEventError
 from universal_event.events import Event
 from universal_event.server._hub import Chunk, ClientBuffer, Hub
-from universal_event.sse import KEEPALIVE, STREAM_ERROR_EVENT, encode_event, encode_retry
+from universal_event.sse import (
+    KEEPALIVE,
+    STREAM_ERROR_EVENT,
+    encode_event,
+    encode_events,
+    encode_retry,
+)
 from universal_event.stores import Store
 
 __all__ = ["EventStream", "error_frame", "read_page"]
@@ -215,7 +221,7 @@ class EventStream(Response):
                     raise _Unreadable(error)
                 if [event.seq for event in missing] != list(range(cursor + 1, chunk.first_seq)):
                     raise _Gap
-                pieces.append(b"".join(encode_event(event) for event in missing))
+                pieces.append(encode_events(missing))
                 cursor = chunk.first_seq - 1
             pieces.append(chunk.after(cursor))
             cursor = self._cursor = chunk.last_seq
