@@ -220,3 +220,17 @@ def test_a_known_event_holding_a_part_type_from_a_newer_version_is_kept() -> Non
         codec.decode(b'{"type":"user/message","content":[{"type":5}]}')
     with pytest.raises(DecodeError):
         codec.decode(data, unknown="raise")
+
+
+def test_json_lines_skip_whitespace_only_lines_of_any_length() -> None:
+    """Before, only blank lines shorter than 64 bytes were skipped; a longer one was a
+    DecodeError. A line that starts with whitespace and holds an event still decodes."""
+    good = ue.encode(ue.TurnStartEvent(seq=0))
+    for blank in (b" " * 64, b" \t" * 5000 + b"\r", b"\x0c" * 100):
+        assert (
+            ue.decode_lines(good + b"\n" + blank + b"\n" + good) == [ue.TurnStartEvent(seq=0)] * 2
+        )
+    assert ue.decode_lines(b" " * 100 + good + b"\n") == [ue.TurnStartEvent(seq=0)]
+    with pytest.raises(ue.DecodeError) as info:
+        ue.decode_lines(good + b"\n" + b" " * 100 + b"x\n")
+    assert info.value.line == 2

@@ -115,9 +115,20 @@ def iter_lines(
         line_number += 1
         line = view[start:end]
         start = end + 1
-        if len(line) < 64 and not bytes(line).strip():
+        if _blank(line):
             continue
         yield _decode_line(line, line_number, unknown)
+
+
+_WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")
+"""What ``bytes.strip`` strips."""
+
+
+def _blank(line: memoryview) -> bool:
+    """Whether a line is empty or whitespace only, of any length. Copied to be stripped
+    only when it starts with whitespace: an event line starts with ``{`` and is not
+    copied at all."""
+    return not line or (line[0] in _WHITESPACE and not bytes(line).strip())
 
 
 def decode_lines(

@@ -19,27 +19,49 @@ increasing along the surface and a range is found by bisection, never by a walk.
 :func:`derive_messages` is the from-scratch form: one view fed every event. Because the
 session log feeds its view the very same events in the very same order (live or while
 loading), deriving after a reload equals deriving live.
+
+A surface event written by a newer producer may hold a part type this version does not
+know; the codec keeps it whole as ``native/unknown`` (see :func:`is_recovered_surface`).
+It keeps its place on the surface all the same, with the intent it was written with:
+later replaces (a compression) name its seq, and a reader that dropped it would refuse
+the whole session. What it derives is :func:`recovered_message`.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable
-from typing import TypeGuard, assert_never
+from typing import Any, TypeGuard, assert_never, cast, get_args
+
+import msgspec
 
 from universal_event.errors import SurfaceError
 from universal_event.events import (
+    EVENT_TYPES,
+    SURFACE_EVENT_TYPES,
     AssistantMessageEvent,
     EventBase,
+    NativeUnknownEvent,
+    Surface,
     SurfaceEvent,
     ToolResultEvent,
     UserMessageEvent,
 )
 from universal_event.messages import AssistantMessage, Message, ToolMessage, UserMessage
+from universal_event.parts import Part
 
-__all__ = ["SurfaceView", "derive_messages", "is_surface_event", "message_of"]
+__all__ = [
+    "SurfaceView",
+    "derive_messages",
+    "is_recovered_surface",
+    "is_surface_event",
+    "message_of",
+    "recovered_message",
+]
 
 _SURFACE_CLASSES = (UserMessageEvent, AssistantMessageEvent, ToolResultEvent)
+
+_PART_TAGS = frozenset(str(kind.__struct_config__.tag) for kind in get_args(Part))
 
 
 def is_surface_event(event: EventBase) -> TypeGuard[SurfaceEvent]:
@@ -74,10 +96,63 @@ def message_of(event: SurfaceEvent) -> Message:
     assert_never(event)
 
 
+def is_recovered_surface(event: EventBase) -> TypeGuard[NativeUnknownEvent]:
+    """True for a surface event the codec kept as ``native/unknown`` because it holds a
+    part type this version does not know (``runtime`` ``universal-event``,
+    ``native_type`` the surface type, ``payload`` the event as written)."""
+    return (
+        isinstance(event, NativeUnknownEvent)
+        and event.runtime == "universal-event"
+        and event.native_type in SURFACE_EVENT_TYPES
+        and isinstance(event.payload, dict)
+    )
+
+
+def _recovered_intent(event: NativeUnknownEvent) -> Surface | None:
+    """The surface intent a recovered surface event was written with (its payload's
+    ``surface``); SurfaceError naming the event when it is not one."""
+    raw = cast(dict[str, Any], event.payload).get("surface")
+    if raw is None:
+        return None
+    try:
+        return msgspec.convert(raw, Surface)
+    except msgspec.ValidationError as exc:
+        raise SurfaceError(
+            f"event seq {event.seq} ({event.native_type} kept as native/unknown): its "
+            f"surface intent is not one: {exc}"
+        ) from None
+
+
+def recovered_message(event: NativeUnknownEvent) -> Message | None:
+    """The message a recovered surface event derives: its parts this version knows, the
+    others left out; None (no message, the node keeps its place) when none is left or
+    the rest is no valid event either.
+
+    Known parts rather than nothing: they are what the model saw, and what the events
+    after it build on (a tool call whose result follows, the question an answer
+    answers); dropping the whole message would orphan those and lose the context, while
+    leaving out a part only loses what this version could not render anyway.
+    """
+    payload = cast(dict[str, Any], event.payload)
+    content = payload.get("content")
+    if not isinstance(content, list):
+        return None
+    known = [part for part in content if isinstance(part, dict) and part.get("type") in _PART_TAGS]
+    if not known:
+        return None
+    kind = EVENT_TYPES[cast(str, event.native_type)]
+    fields = {**payload, "content": known, "surface": None, "seq": event.seq}
+    try:
+        rebuilt = msgspec.convert(fields, kind)
+    except msgspec.ValidationError:
+        return None  # damaged beyond its unknown parts: nothing this version can render
+    return message_of(cast(SurfaceEvent, rebuilt))
+
+
 class SurfaceView:
     """The surface and its derived messages, updated one event at a time."""
 
-    __slots__ = ("_derive", "_key_of", "_keys", "_messages", "_seqs", "generation")
+    __slots__ = ("_blank", "_derive", "_key_of", "_keys", "_messages", "_seqs", "generation")
 
     def __init__(self, *, derive: bool = True) -> None:
         self._derive = derive
@@ -87,8 +162,11 @@ class SurfaceView:
         """Sort key of each surface node, strictly increasing."""
         self._seqs: list[int] = []
         """Seq of each surface node."""
-        self._messages: list[Message] = []
-        """The derived message of each surface node."""
+        self._messages: list[Message | None] = []
+        """The derived message of each surface node (None: a recovered event with
+        nothing this version can render, see :func:`recovered_message`)."""
+        self._blank: set[int] = set()
+        """Seqs of the surface nodes whose message is None (almost always none)."""
         self._key_of: dict[int, int] = {}
         """Seq → sort key, for the nodes on the surface only."""
         self.generation = 0
@@ -101,50 +179,91 @@ class SurfaceView:
         return seq in self._key_of
 
     def seqs(self) -> list[int]:
-        """The seqs of the surface nodes, in surface order."""
+        """The seqs of the surface nodes, in surface order (blank nodes included)."""
         return list(self._seqs)
 
     def messages(self) -> list[Message]:
         """The derived messages, in surface order (a new list; the messages are frozen)."""
-        return list(self._messages)
+        if self._blank:
+            return [message for message in self._messages if message is not None]
+        return cast(list[Message], list(self._messages))  # no None without blank nodes
 
     def check(self, event: SurfaceEvent) -> None:
         """Raise :class:`SurfaceError` unless ``event``'s intent can be applied now."""
-        surface = event.surface
+        self._check_intent(event.surface, event.seq)
+
+    def check_recovered(self, event: NativeUnknownEvent) -> None:
+        """:meth:`check` for a recovered surface event (anything else passes)."""
+        if is_recovered_surface(event):
+            self._check_intent(_recovered_intent(event), event.seq)
+
+    def _check_intent(self, surface: Surface | None, seq: int) -> None:
         if surface is not None and surface.op == "replace":
-            self._range(surface.start, surface.end, event.seq)
+            self._range(surface.start, surface.end, seq)
 
     def apply(self, event: SurfaceEvent) -> None:
         """Put ``event`` on the surface as its intent says (``event.seq`` must be set)."""
         surface = event.surface
-        op = "append" if surface is None else surface.op
-        if op == "append":
-            self._keys.append(event.seq)
-            self._seqs.append(event.seq)
+        if surface is None:  # the common case, inline: a full derive is benchmarked
+            seq = event.seq
+            self._keys.append(seq)
+            self._seqs.append(seq)
+            self._key_of[seq] = seq
             if self._derive:
                 self._messages.append(message_of(event))
-            self._key_of[event.seq] = event.seq
-        elif op == "replace":
-            assert surface is not None
-            first, last = self._range(surface.start, surface.end, event.seq)
+        elif surface.op != "hidden":
+            self._place(event.seq, surface, message_of(event) if self._derive else None)
+
+    def apply_recovered(self, event: NativeUnknownEvent) -> None:
+        """:meth:`apply` for a recovered surface event: its place as its payload's intent
+        says, its message :func:`recovered_message` (other native/unknown events are
+        not on the surface and are ignored)."""
+        if not is_recovered_surface(event):
+            return
+        surface = _recovered_intent(event)
+        if surface is not None and surface.op == "hidden":
+            return
+        self._place(event.seq, surface, recovered_message(event) if self._derive else None)
+
+    def _place(self, seq: int, surface: Surface | None, message: Message | None) -> None:
+        """Append the node ``seq``, or swap it for the range its replace names."""
+        if surface is None or surface.op == "append":
+            self._keys.append(seq)
+            self._seqs.append(seq)
+            self._key_of[seq] = seq
+            if self._derive:
+                self._messages.append(message)
+                if message is None:
+                    self._blank.add(seq)
+        elif surface.op == "replace":
+            first, last = self._range(surface.start, surface.end, seq)
             key = self._keys[first]
             for replaced in self._seqs[first : last + 1]:
                 del self._key_of[replaced]
+                self._blank.discard(replaced)
             self._keys[first : last + 1] = [key]
-            self._seqs[first : last + 1] = [event.seq]
+            self._seqs[first : last + 1] = [seq]
+            self._key_of[seq] = key
             if self._derive:
-                self._messages[first : last + 1] = [message_of(event)]
-            self._key_of[event.seq] = key
+                self._messages[first : last + 1] = [message]
+                if message is None:
+                    self._blank.add(seq)
             self.generation += 1
-        elif op == "hidden":
-            pass
         else:
-            assert_never(op)
+            raise AssertionError(f"unexpected surface op {surface.op!r}")
 
     def _range(self, start: int | None, end: int | None, seq: int) -> tuple[int, int]:
-        """Surface positions of a replace range, or SurfaceError naming what is wrong."""
+        """Surface positions of a replace range, or SurfaceError naming what is wrong (a
+        bound of the wrong type first: a seq given as ``"0"`` is on no surface, and
+        saying so would hide the real mistake)."""
         if start is None or end is None:
             raise SurfaceError(f"event seq {seq}: a replace needs both start and end seqs")
+        for name, bound in (("start", start), ("end", end)):
+            if isinstance(bound, bool) or not isinstance(bound, int):
+                raise SurfaceError(
+                    f"event seq {seq}: replace {name} must be an int seq, got "
+                    f"{type(bound).__name__} {bound!r}"
+                )
         start_key = self._key_of.get(start)
         end_key = self._key_of.get(end)
         if start_key is None:
@@ -164,4 +283,6 @@ def derive_messages(events: Iterable[EventBase]) -> list[Message]:
     for event in events:
         if isinstance(event, _SURFACE_CLASSES):
             view.apply(event)
+        elif type(event) is NativeUnknownEvent:  # cheaper than isinstance (benchmarked)
+            view.apply_recovered(event)
     return view.messages()

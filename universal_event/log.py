@@ -28,13 +28,14 @@ session's writer in this process; :func:`universal_event.repair.repair` refuses 
 from __future__ import annotations
 
 import contextvars
+import math
 import threading
 import time
 import uuid
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar, cast, overload
+from typing import Any, TypeVar, cast, get_args, overload
 
 import msgspec
 
@@ -57,6 +58,7 @@ from universal_event.events import (
     CompressionSummaryEvent,
     Event,
     EventBase,
+    NativeUnknownEvent,
     RequestHeaderEvent,
     Surface,
     SurfaceEvent,
@@ -98,6 +100,8 @@ def _check_storable(event: EventBase) -> None:
         data = _storable.encode(event)
     except (TypeError, ValueError, OverflowError) as exc:
         raise DecodeError(f"{tag} event cannot be stored: {exc}") from exc
+    if b"null" in data:  # where a NaN or an infinity would be: JSON stores them as null
+        _refuse_non_finite(tag, msgspec.to_builtins(event))
     try:
         _readable.decode(data)
     except msgspec.ValidationError as exc:
@@ -108,6 +112,69 @@ def _check_storable(event: EventBase) -> None:
             f"{tag} event cannot be stored: it would not read back: {problem}",
             path=path.strip("`"),
         ) from exc
+
+
+def _refuse_non_finite(tag: object, value: Any) -> None:
+    """DecodeError naming a NaN or an infinity in ``value`` (an event as builtins):
+    JSON has neither, so msgspec writes null and the event would read back changed (a
+    cost of ``nan`` as None) or not at all (a ``ts`` of ``inf``). A walk with a stack of
+    its own: an ``Any`` payload may nest deeper than Python recursion goes."""
+    stack: list[tuple[Any, _Step | None]] = [(value, None)]
+    while stack:
+        item, step = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                raise DecodeError(
+                    f"{tag} event cannot be stored: {item!r} is not a finite number "
+                    "(JSON has no NaN or infinity; it would read back as null)",
+                    path=_path_of(step),
+                )
+        elif isinstance(item, dict):
+            stack.extend((child, (step, f".{key}")) for key, child in item.items())
+        elif isinstance(item, list):
+            stack.extend((child, (step, f"[{index}]")) for index, child in enumerate(item))
+
+
+_Step = tuple["_Step | None", str]
+"""Where a value sits: the step to its container and its own key (``.cost_usd``,
+``[0]``), a chain walked back only to name a refused value."""
+
+
+def _path_of(step: _Step | None) -> str:
+    keys: list[str] = []
+    while step is not None:
+        step, key = step
+        keys.append(key)
+    return "$" + "".join(reversed(keys))
+
+
+def _check_all_storable(*events: EventBase) -> None:
+    """:func:`_check_storable` for each of events logged together, before the first is
+    logged: a refusal halfway would leave the first ones without the rest."""
+    for event in events:
+        _check_storable(event)
+
+
+_USER_PART_CLASSES = get_args(UserPart)
+_RESULT_PART_CLASSES = get_args(ResultPart)
+
+
+def _parts_of(
+    what: str, given: str | Sequence[Any], allowed: tuple[type[msgspec.Struct], ...]
+) -> list[Any]:
+    """``given`` as a list of parts (a string: one text part); DecodeError naming the
+    first part that is not of the ``allowed`` kinds (a thinking part in a summary)."""
+    if isinstance(given, str):
+        return [TextPart(text=given)]
+    parts = list(given)
+    for index, part in enumerate(parts):
+        if not isinstance(part, allowed):
+            kinds = ", ".join(str(kind.__struct_config__.tag) for kind in allowed)
+            raise DecodeError(
+                f"{what} part {index} is a {type(part).__name__}; only {kinds} parts go there",
+                path=f"$.content[{index}]",
+            )
+    return parts
 
 
 _live_logs: dict[tuple[int, str], weakref.WeakSet[SessionLog]] = {}
@@ -221,8 +288,7 @@ class SessionLog:
                 event.seq,
                 f"the store returned seq {event.seq} where {len(self._events)} was due",
             )
-        if isinstance(event, _SURFACE_CLASSES):
-            self._view.check(event)
+        self._check_intent(event)
         self._record(event)
 
     def _mark_live(self) -> None:
@@ -309,8 +375,7 @@ class SessionLog:
             if event.id and event.id in self._seq_of_id:
                 return self._logged_again(event, surface)
             logged = self._envelope(event, surface)
-            if isinstance(logged, _SURFACE_CLASSES):
-                self._view.check(logged)
+            self._check_intent(logged)
             _check_storable(logged)
             self._record(cast(Event, logged))
             return logged
@@ -360,6 +425,14 @@ class SessionLog:
             changes["surface"] = surface
         return msgspec.structs.replace(event, **changes)
 
+    def _check_intent(self, event: EventBase) -> None:
+        """SurfaceError unless the event's surface intent applies now: a surface event's,
+        or a recovered one's (kept as native/unknown, see :mod:`universal_event.derive`)."""
+        if isinstance(event, _SURFACE_CLASSES):
+            self._view.check(event)
+        elif type(event) is NativeUnknownEvent:
+            self._view.check_recovered(event)
+
     def _record(self, event: Event) -> None:
         """Take an enveloped event into memory, the surface and the projections."""
         self._events.append(event)
@@ -368,6 +441,8 @@ class SessionLog:
             self._view.apply(event)
         elif isinstance(event, RequestHeaderEvent):
             self._header = event
+        elif type(event) is NativeUnknownEvent:
+            self._view.apply_recovered(event)
         self.projections.feed(event)
 
     # ------------------------------------------------------------ checkpoints
@@ -518,33 +593,36 @@ class SessionLog:
         Writes ``compression/start``, the summary as a ``user/message`` replacing the
         range, ``compression/summary`` (pointing at that message) and
         ``compression/end``. Returns the summary message. Nothing is written when the
-        range is not on the surface.
+        range is not on the surface or any of the four events could not be stored (a
+        part that is no user part: :class:`DecodeError` naming it): a refusal halfway
+        would leave a lone ``compression/start`` behind.
         """
-        parts: list[UserPart] = (
-            [TextPart(text=summary)] if isinstance(summary, str) else list(summary)
-        )
+        parts: list[UserPart] = _parts_of("compress: summary", summary, _USER_PART_CLASSES)
         text = "".join(p.text for p in parts if isinstance(p, TextPart))
         with self._lock:
             self._view._range(start, end, self.next_seq)  # validate before writing anything
-            self.append(CompressionStartEvent(start=start, end=end, reason=reason))
-            message = self.replace(start, end, UserMessageEvent(content=parts))
-            self.append(
-                CompressionSummaryEvent(
-                    text=text,
-                    start=start,
-                    end=end,
-                    message_seq=message.seq,
-                    tokens_before=tokens_before,
-                    tokens_after=tokens_after,
-                )
+            first = self.next_seq
+            opening = CompressionStartEvent(start=start, end=end, reason=reason)
+            message = UserMessageEvent(content=parts)
+            summarised = CompressionSummaryEvent(
+                text=text,
+                start=start,
+                end=end,
+                message_seq=first + 1,
+                tokens_before=tokens_before,
+                tokens_after=tokens_after,
             )
-            saved = (
+            _check_all_storable(opening, message, summarised)
+            saved = (  # of two ints stored above: the compression/end is storable too
                 tokens_before - tokens_after
                 if tokens_before is not None and tokens_after is not None
                 else None
             )
+            self.append(opening)
+            logged = self.replace(start, end, message)
+            self.append(summarised)
             self.append(CompressionEndEvent(tokens_saved=saved))
-            return message
+            return logged
 
     def prune(
         self,
@@ -557,11 +635,11 @@ class SessionLog:
 
         Writes ``compression/prune`` (the pruned seqs, the tokens saved and the seqs of
         the replacements) followed by one replacement ``tool/result`` per pruned result,
-        same call id and name. Returns the replacements.
+        same call id and name. Returns the replacements. Nothing is written when one of
+        them could not be stored (a part that is no result part: :class:`DecodeError`
+        naming it): the marker alone would name seqs that later, unrelated events take.
         """
-        parts: list[ResultPart] = (
-            [TextPart(text=replacement)] if isinstance(replacement, str) else list(replacement)
-        )
+        parts: list[ResultPart] = _parts_of("prune: replacement", replacement, _RESULT_PART_CLASSES)
         if not seqs:
             raise SurfaceError("prune: no seqs given")
         if len(set(seqs)) != len(seqs):
@@ -576,29 +654,27 @@ class SessionLog:
                     raise SurfaceError(f"prune: tool/result seq {seq} is not on the surface")
                 originals.append(event)
             first = self.next_seq + 1
-            self.append(
-                CompressionPruneEvent(
-                    pruned=list(seqs),
-                    tokens_saved=tokens_saved,
-                    replacement_seqs=list(range(first, first + len(originals))),
-                )
+            marker = CompressionPruneEvent(
+                pruned=list(seqs),
+                tokens_saved=tokens_saved,
+                replacement_seqs=list(range(first, first + len(originals))),
             )
-            return [
-                self.replace(
-                    original.seq,
-                    original.seq,
-                    ToolResultEvent(
-                        call_id=original.call_id,
-                        name=original.name,
-                        content=parts,
-                        is_error=original.is_error,
-                        turn_id=original.turn_id,
-                        step=original.step,
-                        parent_id=original.parent_id,
-                    ),
+            replacements = [
+                ToolResultEvent(
+                    call_id=original.call_id,
+                    name=original.name,
+                    content=parts,
+                    is_error=original.is_error,
+                    turn_id=original.turn_id,
+                    step=original.step,
+                    parent_id=original.parent_id,
+                    surface=Surface(op="replace", start=original.seq, end=original.seq),
                 )
                 for original in originals
             ]
+            _check_all_storable(marker, *replacements)
+            self.append(marker)
+            return [self.append(replacement) for replacement in replacements]
 
     # ------------------------------------------------------------ repair, fork, replay
 
@@ -611,16 +687,20 @@ class SessionLog:
     def turn_boundaries(self) -> list[tuple[str | None, int]]:
         """(turn id, seq of its ``turn/end``) of every finished turn after which no turn
         is open, in order: the end of a sub-agent's turn inside another turn is no
-        boundary (a fork there would leave the outer turn and its tool call open)."""
+        boundary (a fork there would leave the outer turn and its tool call open).
+
+        A ``turn/end`` closes turns as repair counts them (:func:`_close_turn`), so a
+        session repair finds nothing open in can be forked at its ends; the boundary
+        is named by the turn it closed."""
         boundaries: list[tuple[str | None, int]] = []
-        open_turns: set[str | None] = set()
+        open_turns: list[str | None] = []
         for event in self._events:
             if isinstance(event, TurnStartEvent):
-                open_turns.add(event.turn_id)
+                open_turns.append(event.turn_id)
             elif isinstance(event, TurnEndEvent):
-                open_turns.discard(event.turn_id)
+                closed = _close_turn(open_turns, event.turn_id)
                 if not open_turns:
-                    boundaries.append((event.turn_id, event.seq))
+                    boundaries.append((closed, event.seq))
         return boundaries
 
     def fork(
@@ -666,6 +746,19 @@ class SessionLog:
         """The state of a projection (built-ins registered on first use)."""
         with self._lock:
             return self.projections.get(name)
+
+
+def _close_turn(open_turns: list[str | None], turn_id: str | None) -> str | None:
+    """Close the turn a ``turn/end`` of ``turn_id`` ends and return its id: the last open
+    turn of that id, else (an end without a turn id, or with one that matches none) the
+    last open turn, else none (``turn_id`` itself). The rule of
+    :func:`universal_event.repair.find_open_work`, which must agree: a turn repair counts
+    closed is a fork point here."""
+    for index in range(len(open_turns) - 1, -1, -1):
+        if open_turns[index] == turn_id:
+            del open_turns[index]
+            return turn_id
+    return open_turns.pop() if open_turns else turn_id
 
 
 def new_session_id_for_fork(parent_id: str) -> str:
