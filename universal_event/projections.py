@@ -9,13 +9,15 @@ only read: they are given events, never the log, so they cannot write to it.
 Built-ins (``log.projection("usage")`` registers one on first use):
 
 * ``usage``: token totals, per request (``usage`` events) and per turn (``turn/end``);
-* ``tools``: every tool call with its state (requested, running, completed, failed);
+* ``tools``: every tool call with its state (requested, running, completed, failed,
+  interrupted), each round of a reused call id its own call;
 * ``plan``: the current plan / todo list (each ``plan/update`` replaces it whole);
 * ``files``: the files changed, with the last kind of change and the calls that made it.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -29,11 +31,14 @@ from universal_event.events import (
     FileChangeEvent,
     PlanItem,
     PlanUpdateEvent,
+    SessionInterruptedEvent,
+    SurfaceEvent,
     ToolCallEvent,
     ToolResultEvent,
     TurnEndEvent,
     Usage,
     UsageEvent,
+    UserMessageEvent,
 )
 from universal_event.parts import ToolCallPart
 
@@ -104,12 +109,14 @@ def reduce_usage(state: UsageTotals, event: Event) -> UsageTotals:
 
 # ---------------------------------------------------------------- tools
 
-ToolCallState = Literal["requested", "running", "completed", "failed"]
+ToolCallState = Literal["requested", "running", "completed", "failed", "interrupted"]
+"""How far a call got; ``interrupted``: open when a ``session/interrupted`` (a repair)
+closed the session, settled by it."""
 
 
 @dataclass
 class ToolCallRecord:
-    """One tool call and how far it got."""
+    """One tool call (one round of its call id) and how far it got."""
 
     call_id: str
     name: str | None
@@ -117,52 +124,246 @@ class ToolCallRecord:
     requested_seq: int | None = None
     started_seq: int | None = None
     result_seq: int | None = None
+    round: int = 0
+    """Which use of ``call_id`` this call is: 0, then 1, 2... when a provider that
+    numbers calls per response (``functions.search:0``) reuses the id in later rounds."""
+
+    @property
+    def is_open(self) -> bool:
+        """Requested or running: no result yet, not settled by an interruption."""
+        return self.state in ("requested", "running")
+
+
+_Entry = tuple[Literal["call", "result"], str]
+"""What a surface node says about a tool call: it asks for it, or it is its result."""
+
+
+class _SurfaceCalls:
+    """The tool calls and results each surface node stands for.
+
+    A surface replace puts one event in place of a surface range, and the replacement
+    stands for what it replaced: a pruned result's shorter result, a message rewritten
+    with the same tool calls (thinking stripped, corrected from a rollout, grown on a
+    re-import), a compression summary. The calls it asks for and the results it gives
+    that the replaced nodes already stood for are not new ones: a pruned result is no
+    second result of its call, a rewritten message no second request. Only the surface
+    intents are read (a ``compression/prune``'s replacements are replaces of one seq).
+
+    Kept like :class:`~universal_event.derive.SurfaceView`: sort keys strictly
+    increasing along the surface, a range found by bisection.
+    """
+
+    __slots__ = ("_key_of", "_keys", "_seqs", "_stands_for")
+
+    def __init__(self) -> None:
+        self._keys: list[int] = []
+        self._seqs: list[int] = []
+        self._key_of: dict[int, int] = {}
+        self._stands_for: dict[int, list[_Entry] | Counter[_Entry]] = {}
+        """Seq → what a surface node stands for (only the nodes that stand for any): its
+        own entries, or for a replacement a count of them and of those it replaced."""
+
+    def enter(self, event: SurfaceEvent, own: list[_Entry]) -> list[bool]:
+        """Put ``event`` on the surface as its intent says; which of its ``own`` entries
+        are new (False: one the nodes it replaced stood for)."""
+        surface = event.surface
+        if surface is None or surface.op == "append":
+            self._keys.append(event.seq)
+            self._seqs.append(event.seq)
+            self._key_of[event.seq] = event.seq
+            if own:
+                self._stands_for[event.seq] = own
+        elif surface.op == "replace":
+            span = self._span(surface.start, surface.end)
+            if span is not None:
+                return self._replace(event.seq, *span, own)
+        # hidden, or a range not on the surface (which the log refuses): all new
+        return [True] * len(own)
+
+    def _span(self, start: int | None, end: int | None) -> tuple[int, int] | None:
+        """Surface positions of a replace range; None when it is not on the surface."""
+        start_key = None if start is None else self._key_of.get(start)
+        end_key = None if end is None else self._key_of.get(end)
+        if start_key is None or end_key is None or end_key < start_key:
+            return None
+        first, last = bisect_left(self._keys, start_key), bisect_left(self._keys, end_key)
+        if self._seqs[first] != start or self._seqs[last] != end:
+            return None  # keys out of order (events never appended): no range to trust
+        return first, last
+
+    def _replace(self, seq: int, first: int, last: int, own: list[_Entry]) -> list[bool]:
+        stood: Counter[_Entry] = Counter()
+        for replaced in self._seqs[first : last + 1]:
+            self._key_of.pop(replaced, None)
+            stood.update(self._stands_for.pop(replaced, ()))
+        key = self._keys[first]
+        self._keys[first : last + 1] = [key]
+        self._seqs[first : last + 1] = [seq]
+        self._key_of[seq] = key
+        unclaimed = stood.copy()
+        new: list[bool] = []
+        for entry in own:
+            carried = unclaimed[entry] > 0
+            if carried:
+                unclaimed[entry] -= 1
+            new.append(not carried)
+        stood.update(entry for entry, is_new in zip(own, new, strict=True) if is_new)
+        if stood:
+            self._stands_for[seq] = stood
+        return new
+
+
+class _IdRounds:
+    """The calls (rounds) of one call id, and where the next event of each kind goes."""
+
+    __slots__ = ("next_request", "next_result", "next_start", "records")
+
+    def __init__(self) -> None:
+        self.records: list[ToolCallRecord] = []
+        # No round before these can take that event any more: they only advance.
+        self.next_request = 0
+        self.next_start = 0
+        self.next_result = 0
+
+    def first(self, index: int, takes: Callable[[ToolCallRecord], bool]) -> int:
+        """The first round from ``index`` that ``takes`` the event (``len(records)``:
+        none does, the event makes a new round)."""
+        records = self.records
+        while index < len(records) and not takes(records[index]):
+            index += 1
+        return index
+
+
+def _takes_request(record: ToolCallRecord) -> bool:
+    """A round logged before its request (its ``tool/call`` or result came first)."""
+    return record.requested_seq is None and record.state != "interrupted"
+
+
+def _takes_start(record: ToolCallRecord) -> bool:
+    """A round requested, not started and not settled."""
+    return record.state == "requested"
+
+
+def _takes_result(record: ToolCallRecord) -> bool:
+    return record.is_open
 
 
 @dataclass
 class ToolCallSummary:
-    """Every tool call of a session (in call order) and the counts per tool name."""
+    """Every tool call of a session (in call order) and the counts per tool name.
+
+    A call is one *round* of its call id: a provider that numbers calls per response
+    (``functions.search:0`` every time) reuses the id, and each use is its own call.
+    An event joins the earliest call of its id still waiting for it, else makes a new
+    one: a ``tool/result`` the earliest open call, a ``tool/call`` the earliest call
+    requested and not started, a request in an ``assistant/message`` the earliest call
+    logged without one (its ``tool/call`` or result came first, as Codex logs them); a
+    request repeated before its call started (a retried message) is the same call. A
+    ``session/interrupted`` (a repair) settles the calls open then. Surface
+    replacements (a pruned result, a message rewritten with the same calls) stand for
+    what they replaced and make no new round.
+    :func:`universal_event.repair.find_open_work` reads its open calls from here.
+    """
 
     calls: dict[str, ToolCallRecord] = field(default_factory=dict)
+    """Call id → its latest call (round), in first-use order."""
     by_name: Counter[str] = field(default_factory=Counter)
+    """Calls per tool name (each round counts)."""
+    records: list[ToolCallRecord] = field(default_factory=list)
+    """Every call, each round of a reused id its own, in call order."""
+    _rounds: dict[str, _IdRounds] = field(default_factory=dict, repr=False, compare=False)
+    _surface: _SurfaceCalls = field(default_factory=_SurfaceCalls, repr=False, compare=False)
 
     @property
     def open_calls(self) -> list[ToolCallRecord]:
-        """Calls without a result yet."""
-        return [c for c in self.calls.values() if c.state in ("requested", "running")]
+        """Calls without a result yet (and not settled by an interruption), in call order."""
+        return [c for c in self.records if c.is_open]
+
+    def rounds(self, call_id: str) -> list[ToolCallRecord]:
+        """The calls of one call id, one per round (empty for an unknown id)."""
+        rounds = self._rounds.get(call_id)
+        return [] if rounds is None else list(rounds.records)
 
 
-def _tool_record(state: ToolCallSummary, call_id: str, name: str | None) -> ToolCallRecord:
-    record = state.calls.get(call_id)
-    if record is None:
-        record = ToolCallRecord(call_id=call_id, name=name, state="requested")
-        state.calls[call_id] = record
-        if name is not None:
+def _tool_record(
+    state: ToolCallSummary, rounds: _IdRounds, index: int, call_id: str, name: str | None
+) -> ToolCallRecord:
+    """Round ``index`` of ``call_id`` (``len(rounds.records)``: a new one)."""
+    if index < len(rounds.records):
+        record = rounds.records[index]
+        if record.name is None and name is not None:
+            record.name = name
             state.by_name[name] += 1
-    elif record.name is None and name is not None:
-        record.name = name
+        return record
+    record = ToolCallRecord(call_id=call_id, name=name, state="requested", round=index)
+    rounds.records.append(record)
+    state.records.append(record)
+    state.calls[call_id] = record
+    if name is not None:
         state.by_name[name] += 1
     return record
 
 
+def _id_rounds(state: ToolCallSummary, call_id: str) -> _IdRounds:
+    rounds = state._rounds.get(call_id)
+    if rounds is None:
+        rounds = state._rounds[call_id] = _IdRounds()
+    return rounds
+
+
+def _requested(state: ToolCallSummary, part: ToolCallPart, seq: int) -> None:
+    rounds = _id_rounds(state, part.id)
+    index = rounds.next_request = rounds.first(rounds.next_request, _takes_request)
+    if index == len(rounds.records) and rounds.records:
+        latest = rounds.records[-1]
+        if latest.state == "requested":
+            index = latest.round  # asked again before it started: the same call
+    record = _tool_record(state, rounds, index, part.id, part.name)
+    if record.requested_seq is None:
+        record.requested_seq = seq
+
+
+_TOOLS_EVENTS = (
+    AssistantMessageEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    UserMessageEvent,
+    SessionInterruptedEvent,
+)
+
+
 def reduce_tools(state: ToolCallSummary, event: Event) -> ToolCallSummary:
-    """Track tool calls from assistant messages, ``tool/call`` and ``tool/result``."""
+    """Track tool calls from assistant messages, ``tool/call``, ``tool/result`` and
+    ``session/interrupted``, each round of a reused call id its own call."""
+    if not isinstance(event, _TOOLS_EVENTS):
+        return state  # most events (chunks, tool output) say nothing about calls
     if isinstance(event, AssistantMessageEvent):
-        for part in event.content:
-            if isinstance(part, ToolCallPart):
-                record = _tool_record(state, part.id, part.name)
-                if record.requested_seq is None:
-                    record.requested_seq = event.seq
+        parts = [p for p in event.content if isinstance(p, ToolCallPart)]
+        new = state._surface.enter(event, [("call", p.id) for p in parts])
+        for part, is_new in zip(parts, new, strict=True):
+            if is_new:
+                _requested(state, part, event.seq)
     elif isinstance(event, ToolCallEvent):
-        record = _tool_record(state, event.call_id, event.name)
+        rounds = _id_rounds(state, event.call_id)
+        index = rounds.next_start = rounds.first(rounds.next_start, _takes_start)
+        record = _tool_record(state, rounds, index, event.call_id, event.name)
         record.started_seq = event.seq
         if record.state == "requested":
             record.state = "running"
     elif isinstance(event, ToolResultEvent):
-        record = _tool_record(state, event.call_id, event.name)
-        if record.result_seq is None:
+        if state._surface.enter(event, [("result", event.call_id)])[0]:
+            rounds = _id_rounds(state, event.call_id)
+            index = rounds.next_result = rounds.first(rounds.next_result, _takes_result)
+            record = _tool_record(state, rounds, index, event.call_id, event.name)
             record.result_seq = event.seq
             record.state = "failed" if event.is_error else "completed"
+    elif isinstance(event, UserMessageEvent):
+        state._surface.enter(event, [])
+    elif isinstance(event, SessionInterruptedEvent):
+        # A repair found these calls open and closed the session: they are settled.
+        for record in state.records:
+            if record.is_open:
+                record.state = "interrupted"
     return state
 
 

@@ -8,7 +8,9 @@ Repair (of a session nobody is writing any more) appends:
 * ``session/interrupted`` listing the open tool calls, each classified as
   ``not-started`` (the model asked for it in an ``assistant/message``, no ``tool/call``
   was logged) or ``running`` (``tool/call`` logged, no ``tool/result``), and the turns
-  it closed;
+  it closed. The calls are the open ones of the ``tools`` projection: each round of a
+  reused call id is its own call, and a surface replacement (a pruned result, a
+  rewritten message) stands for the event it replaced;
 * ``session/ended-seq`` naming the last seq written before the interruption.
 
 Repair is idempotent: a ``session/interrupted`` settles the tool calls it lists, and
@@ -30,19 +32,16 @@ from typing import TYPE_CHECKING, TypeVar
 
 from universal_event.errors import LiveSessionError
 from universal_event.events import (
-    AssistantMessageEvent,
     Event,
     OpenToolCall,
     SessionEndedSeqEvent,
     SessionInterruptedEvent,
     StepEndEvent,
     StepStartEvent,
-    ToolCallEvent,
-    ToolResultEvent,
     TurnEndEvent,
     TurnStartEvent,
 )
-from universal_event.parts import ToolCallPart
+from universal_event.projections import ToolCallSummary, reduce_tools
 from universal_event.stores._base import Store
 
 if TYPE_CHECKING:
@@ -81,15 +80,19 @@ def _close_last(items: list[_T], item: _T) -> None:
 def find_open_work(events: Iterable[Event]) -> OpenWork:
     """Walk a session's events and collect the turns, steps and tool calls still open.
 
-    Calls are counted per id, not just marked: a result settles one call of its id, so
-    a call logged after its own result stays settled, while a provider that numbers
-    calls per response (``functions.search:0`` every round) reopens the id.
+    Tool calls are those of the ``tools`` projection
+    (:class:`~universal_event.projections.ToolCallSummary`), so the two always agree:
+    calls are counted per id, not just marked, a result settling one call of its id (a
+    call logged after its own result stays settled, while a provider that numbers calls
+    per response, ``functions.search:0`` every round, reopens the id); a surface
+    replacement (a pruned result's shorter result, a message rewritten with the same
+    tool calls) stands for the event it replaced, not a new round; a
+    ``session/interrupted`` (an earlier repair) settles the calls open then.
     """
     work = OpenWork()
-    settled: dict[str, int] = {}  # results (and earlier repairs) per call id
-    asked: dict[str, int] = {}  # calls per id in assistant messages
-    started: dict[str, int] = {}  # tool/call events per id
+    tools = ToolCallSummary()
     for event in events:
+        tools = reduce_tools(tools, event)
         if isinstance(event, TurnStartEvent):
             work.turns.append(event.turn_id)
         elif isinstance(event, TurnEndEvent):
@@ -101,33 +104,16 @@ def find_open_work(events: Iterable[Event]) -> OpenWork:
         elif isinstance(event, StepEndEvent):
             key = (event.turn_id, event.step)
             _close_last(work.steps, key)
-        elif isinstance(event, AssistantMessageEvent):
-            for part in event.content:
-                if isinstance(part, ToolCallPart) and _count(asked, part.id) > settled.get(
-                    part.id, 0
-                ):
-                    work.tool_calls.setdefault(
-                        part.id, OpenToolCall(call_id=part.id, name=part.name, state="not-started")
-                    )
-        elif isinstance(event, ToolCallEvent):
-            if _count(started, event.call_id) > settled.get(event.call_id, 0):
-                work.tool_calls[event.call_id] = OpenToolCall(
-                    call_id=event.call_id, name=event.name, state="running"
-                )
-        elif isinstance(event, ToolResultEvent):
-            _count(settled, event.call_id)
-            work.tool_calls.pop(event.call_id, None)
-        elif isinstance(event, SessionInterruptedEvent):
-            # A previous repair reported these calls; they stay settled.
-            for call_id in work.tool_calls:
-                settled[call_id] = max(asked.get(call_id, 0), started.get(call_id, 0))
-            work.tool_calls.clear()
+    for record in tools.open_calls:
+        known = work.tool_calls.get(record.call_id)
+        if known is not None and (known.state == "running" or record.state != "running"):
+            continue  # another open round of the id (a running one says more)
+        work.tool_calls[record.call_id] = OpenToolCall(
+            call_id=record.call_id,
+            name=record.name if record.name is not None or known is None else known.name,
+            state="running" if record.state == "running" else "not-started",
+        )
     return work
-
-
-def _count(counts: dict[str, int], key: str) -> int:
-    counts[key] = count = counts.get(key, 0) + 1
-    return count
 
 
 def repair_log(log: SessionLog, *, reason: str | None = None) -> list[Event]:

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
 
 from tests.log.conftest import add_turn
 from universal_event import (
+    AssistantMessageEvent,
     Event,
     FileChange,
     FileChangeEvent,
     PlanItem,
     PlanUpdateEvent,
+    SessionInterruptedEvent,
     SessionLog,
     ToolCallEvent,
+    ToolCallPart,
     ToolResultEvent,
     TurnEndEvent,
     Usage,
@@ -28,9 +32,11 @@ from universal_event.projections import (
     PlanState,
     ToolCallSummary,
     UsageTotals,
+    reduce_tools,
     reduce_usage,
 )
-from universal_event.stores import open_store
+from universal_event.repair import repair
+from universal_event.stores import MemoryStore, open_store
 
 
 def test_custom_reducer_catches_up_then_follows_appends() -> None:
@@ -197,3 +203,176 @@ def test_a_projection_that_raises_stops_alone_and_the_append_stands() -> None:
     assert log.projection("counting") == 3
     log.projections.unregister("broken")
     assert log.projections.register("broken", lambda s, e: s + 1, 0) == 3
+
+
+# ---------------------------------------------------------------- tools: reused call ids
+
+
+def test_each_round_of_a_reused_call_id_is_its_own_call() -> None:
+    """A provider that numbers calls per response reuses ``functions.search:0``: the
+    second round, still running, is its own call, open, and counted; the projection
+    says what repair says."""
+    from universal_event.repair import find_open_work
+
+    log = SessionLog()
+    summary = log.projection("tools")  # kept incrementally from here on
+    for round_ in range(2):
+        call = ToolCallPart(id="functions.search:0", name="search")
+        log.append(AssistantMessageEvent(content=[call]))
+        log.append(ToolCallEvent(call_id="functions.search:0", name="search"))
+        if round_ == 0:
+            log.append(ToolResultEvent(call_id="functions.search:0", content=[TextPart(text="r")]))
+    assert [(c.call_id, c.state) for c in summary.open_calls] == [("functions.search:0", "running")]
+    assert summary.by_name == {"search": 2}
+    assert {c.call_id: c.state for c in find_open_work(log.events()).tool_calls.values()} == {
+        "functions.search:0": "running"
+    }
+    first, second = summary.rounds("functions.search:0")
+    assert (first.state, first.round, first.requested_seq, first.started_seq, first.result_seq) == (
+        "completed", 0, 0, 1, 2
+    )  # fmt: skip
+    assert (second.state, second.round, second.requested_seq, second.started_seq) == (
+        "running", 1, 3, 4
+    )  # fmt: skip
+    assert second.result_seq is None
+    assert summary.calls["functions.search:0"] is second  # the latest round
+    assert summary.records == [first, second]
+    assert summary.open_calls == [second]
+    log.append(ToolResultEvent(call_id="functions.search:0", is_error=True))
+    assert (second.state, second.result_seq) == ("failed", 5)
+    assert summary.open_calls == [] and not find_open_work(log.events()).tool_calls
+    assert project(log.events(), reduce_tools, ToolCallSummary()) == summary
+
+
+def test_codex_order_and_late_requests_join_their_call() -> None:
+    """Codex logs ``tool/call`` before the message asking for it; a request logged after
+    its call's result joins that call; a request repeated before the call started (a
+    retried message) is the same call."""
+    call = ToolCallPart(id="functions.run:0", name="run")
+    started = ToolCallEvent(call_id="functions.run:0", name="run")
+    asked = AssistantMessageEvent(content=[call])
+    answered = ToolResultEvent(call_id="functions.run:0")
+    summary = project([started, asked, answered] * 2, reduce_tools, ToolCallSummary())
+    assert [(c.round, c.state) for c in summary.records] == [(0, "completed"), (1, "completed")]
+    summary = project([answered, asked], reduce_tools, ToolCallSummary())
+    assert [c.state for c in summary.records] == ["completed"]
+    retried = [AssistantMessageEvent(content=[call], status="partial"), asked, started]
+    summary = project(retried, reduce_tools, ToolCallSummary())
+    assert [c.state for c in summary.records] == ["running"]
+
+
+def test_surface_replacements_make_no_new_round() -> None:
+    """A pruned result's replacement and a message rewritten with the same calls stand
+    for what they replaced: no second result, no second request."""
+    log = SessionLog()
+    summary = log.projection("tools")
+    call = ToolCallPart(id="functions.search:0", name="search")
+    asked = log.append(AssistantMessageEvent(content=[TextPart(text="hm"), call]))
+    result = log.append(ToolResultEvent(call_id="functions.search:0"))
+    log.prune([result.seq])
+    log.replace(asked.seq, asked.seq, AssistantMessageEvent(content=[call]))
+    assert [(c.state, c.result_seq) for c in summary.records] == [("completed", result.seq)]
+    log.append(AssistantMessageEvent(content=[call]))  # the id reused: a new round
+    assert [(c.round, c.state) for c in summary.open_calls] == [(1, "requested")]
+    assert summary.by_name == {"search": 2}
+
+
+def test_calls_open_at_an_interruption_are_settled_by_it() -> None:
+    store = MemoryStore()
+    log = SessionLog(store, "cut")
+    call = ToolCallPart(id="functions.search:0", name="search")
+    log.append(AssistantMessageEvent(content=[call]))
+    log.checkpoint()
+    log.close()
+    repair(store, "cut")
+    resumed = SessionLog.open(store, "cut", live=True)
+    summary = resumed.projection("tools")
+    assert [c.state for c in summary.records] == ["interrupted"] and not summary.open_calls
+    resumed.append(AssistantMessageEvent(content=[call]))  # asked again after the repair
+    resumed.append(ToolResultEvent(call_id="functions.search:0"))
+    assert [c.state for c in summary.records] == ["interrupted", "completed"]
+
+
+_STATE_OF_STAGE = {
+    "asked": "requested",
+    "started": "running",
+    "done": "completed",
+    "interrupted": "interrupted",
+}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_tool_rounds_follow_a_random_session(seed: int) -> None:
+    """Calls (reused ids among them) asked, started, answered, retried, interrupted,
+    with prunes, rewrites and compressions in between: the projection, kept live, has
+    exactly the calls made, each in its state; it equals the projection from scratch and
+    after a reload; repair's open calls are its open ones."""
+    from universal_event.repair import find_open_work
+
+    rng = random.Random(seed)
+    store = MemoryStore()
+    log = SessionLog(store, "s")
+    summary = log.projection("tools")
+    calls: list[dict[str, Any]] = []  # what was really done: id and stage of each call
+
+    def unsettled(call_id: str) -> bool:
+        return any(c["id"] == call_id and c["stage"] in ("asked", "started") for c in calls)
+
+    def on_surface(kind: type[Event]) -> list[Event]:
+        return [log.get(s) for s in log.surface_seqs() if isinstance(log.get(s), kind)]
+
+    for _ in range(60):
+        op = rng.choice(["call", "call", "start", "result", "result", "prune", "rewrite",
+                         "compress", "interrupt", "user"])  # fmt: skip
+        waiting = [c for c in calls if c["stage"] in ("asked", "started")]
+        if op == "call":
+            call_id = rng.choice(["functions.search:0", "functions.read:0", f"c{len(calls)}"])
+            if unsettled(call_id):
+                continue
+            call = {"id": call_id, "stage": "asked"}
+            calls.append(call)
+            part = ToolCallPart(id=call_id, name=call_id.split(":")[0])
+            if rng.random() < 0.3:  # Codex: tool/call first, the message after it
+                log.append(ToolCallEvent(call_id=call_id, name=part.name))
+                call["stage"] = "started"
+            elif rng.random() < 0.2:  # a message cut off, then asked again whole
+                log.append(AssistantMessageEvent(content=[part], status="partial"))
+            log.append(AssistantMessageEvent(content=[TextPart(text="t"), part]))
+        elif op == "start" and any(c["stage"] == "asked" for c in waiting):
+            call = rng.choice([c for c in waiting if c["stage"] == "asked"])
+            log.append(ToolCallEvent(call_id=call["id"], name="x"))
+            call["stage"] = "started"
+        elif op == "result" and waiting:
+            call = rng.choice(waiting)
+            log.append(ToolResultEvent(call_id=call["id"], content=[TextPart(text="out")]))
+            call["stage"] = "done"
+        elif op == "prune" and on_surface(ToolResultEvent):
+            log.prune([rng.choice(on_surface(ToolResultEvent)).seq])
+        elif op == "rewrite" and on_surface(AssistantMessageEvent):
+            message = rng.choice(on_surface(AssistantMessageEvent))
+            assert isinstance(message, AssistantMessageEvent)
+            kept = [p for p in message.content if isinstance(p, ToolCallPart)]
+            log.replace(message.seq, message.seq, AssistantMessageEvent(content=kept))
+        elif op == "compress" and log.surface_seqs():
+            seqs = log.surface_seqs()
+            first = rng.randrange(len(seqs))
+            last = rng.randrange(first, min(len(seqs), first + 4))
+            log.compress(seqs[first], seqs[last], "summary")
+        elif op == "interrupt":
+            log.append(SessionInterruptedEvent())
+            for call in waiting:
+                call["stage"] = "interrupted"
+        elif op == "user":
+            log.append(UserMessageEvent(content=[TextPart(text="more")]))
+        assert [(r.call_id, r.state) for r in summary.records] == [
+            (c["id"], _STATE_OF_STAGE[c["stage"]]) for c in calls
+        ]
+        open_work = find_open_work(log.events()).tool_calls
+        assert {c.call_id: c.state for c in open_work.values()} == {
+            c["id"]: "running" if c["stage"] == "started" else "not-started"
+            for c in calls
+            if c["stage"] in ("asked", "started")
+        }
+    assert project(log.events(), reduce_tools, ToolCallSummary()) == summary
+    log.checkpoint()
+    assert SessionLog.open(store, "s").projection("tools") == summary

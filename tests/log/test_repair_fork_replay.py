@@ -158,6 +158,111 @@ def test_a_call_id_reused_in_a_later_round_is_open_again() -> None:
     assert [c.state for c in running.values()] == ["running"]
 
 
+def _reused_id_session(store: Store, *, prune: bool, start_second: bool = False) -> None:
+    """Two rounds of ``functions.search:0``; the process dies before the second's result."""
+    log = SessionLog(store, "reused")
+    log.append(UserMessageEvent(content=[TextPart(text="search twice")]))
+    call = ToolCallPart(id="functions.search:0", name="search", arguments={})
+    log.append(AssistantMessageEvent(content=[call]))
+    result = log.append(
+        ToolResultEvent(call_id="functions.search:0", content=[TextPart(text="long output")])
+    )
+    if prune:
+        log.prune([result.seq])
+    log.append(AssistantMessageEvent(content=[call]))
+    if start_second:
+        log.append(ToolCallEvent(call_id="functions.search:0", name="search"))
+    log.checkpoint()
+    log.close()
+
+
+@pytest.mark.parametrize("prune", [False, True])
+@pytest.mark.parametrize("start_second", [False, True])
+def test_a_pruned_result_is_no_result_of_a_later_round(
+    store: Store, prune: bool, start_second: bool
+) -> None:
+    """A pruned result's replacement stands for the result it replaced: the second round
+    of a reused call id stays open, pruned or not."""
+    _reused_id_session(store, prune=prune, start_second=start_second)
+    interrupted = [e for e in repair(store, "reused") if isinstance(e, SessionInterruptedEvent)]
+    state = "running" if start_second else "not-started"
+    assert interrupted[0].open_tool_calls == [
+        OpenToolCall(call_id="functions.search:0", name="search", state=state)
+    ]
+    assert repair(store, "reused") == []
+
+
+def test_a_result_pruned_while_the_next_round_runs_does_not_settle_it() -> None:
+    log = SessionLog()
+    call = ToolCallPart(id="functions.search:0", name="search")
+    log.append(AssistantMessageEvent(content=[call]))
+    first = log.append(ToolResultEvent(call_id="functions.search:0"))
+    log.append(AssistantMessageEvent(content=[call]))
+    log.append(ToolCallEvent(call_id="functions.search:0", name="search"))
+    log.prune([first.seq])
+    open_calls = find_open_work(log.events()).tool_calls
+    assert [(c.call_id, c.state) for c in open_calls.values()] == [
+        ("functions.search:0", "running")
+    ]
+    log.append(ToolResultEvent(call_id="functions.search:0"))
+    assert not find_open_work(log.events())
+
+
+def test_a_message_rewritten_on_the_surface_is_no_second_request() -> None:
+    """A replace that keeps a message's tool call (thinking stripped, corrected from a
+    rollout) does not ask for the call again; a call the rewrite adds is a new one."""
+    store = MemoryStore()
+    log = SessionLog(store, "rewritten")
+    asked = log.append(
+        AssistantMessageEvent(
+            content=[TextPart(text="thinking..."), ToolCallPart(id="c1", name="f")]
+        )
+    )
+    log.append(ToolResultEvent(call_id="c1", content=[TextPart(text="ok")]))
+    rewritten = log.replace(
+        asked.seq, asked.seq, AssistantMessageEvent(content=[ToolCallPart(id="c1", name="f")])
+    )
+    assert not find_open_work(log.events()).tool_calls
+    # rewritten again, growing a second call: c1 is still the same, c2 is new
+    grown = AssistantMessageEvent(
+        content=[ToolCallPart(id="c1", name="f"), ToolCallPart(id="c2", name="g")]
+    )
+    log.replace(rewritten.seq, rewritten.seq, grown)
+    log.checkpoint()
+    log.close()
+    open_calls = find_open_work(store.read("rewritten")).tool_calls
+    assert list(open_calls.values()) == [OpenToolCall(call_id="c2", name="g", state="not-started")]
+
+
+def test_a_compression_summary_stands_for_the_calls_it_replaced() -> None:
+    """Compressed away, a call and its result stay settled; the id reused after the
+    compression is a new round, open until its own result."""
+    log = SessionLog()
+    user = log.append(UserMessageEvent(content=[TextPart(text="go")]))
+    call = ToolCallPart(id="functions.search:0", name="search")
+    log.append(AssistantMessageEvent(content=[call]))
+    result = log.append(ToolResultEvent(call_id="functions.search:0"))
+    log.compress(user.seq, result.seq, "searched once")
+    assert not find_open_work(log.events()).tool_calls
+    log.append(AssistantMessageEvent(content=[call]))
+    assert list(find_open_work(log.events()).tool_calls) == ["functions.search:0"]
+    log.append(ToolResultEvent(call_id="functions.search:0"))
+    assert not find_open_work(log.events()).tool_calls
+
+
+def test_a_request_repeated_before_its_call_started_is_the_same_call() -> None:
+    """A retried message asking for the same call again (a partial message, then the
+    whole one) is one call: its result settles it."""
+    call = ToolCallPart(id="functions.search:0", name="search")
+    partial = AssistantMessageEvent(content=[call], status="partial")
+    whole = AssistantMessageEvent(content=[call])
+    started = ToolCallEvent(call_id="functions.search:0", name="search")
+    answered = ToolResultEvent(call_id="functions.search:0")
+    assert not find_open_work([partial, whole, started, answered]).tool_calls
+    running = find_open_work([partial, whole, started]).tool_calls
+    assert [c.state for c in running.values()] == ["running"]
+
+
 # ---------------------------------------------------------------- fork
 
 
