@@ -77,6 +77,7 @@ __all__ = ["ForkError", "SessionLog", "effective_header", "new_event_id", "new_s
 
 _E = TypeVar("_E", bound=EventBase)
 _S = TypeVar("_S", bound=SurfaceEvent)
+_T = TypeVar("_T")
 
 _SURFACE_CLASSES = (UserMessageEvent, AssistantMessageEvent, ToolResultEvent)
 
@@ -689,7 +690,7 @@ class SessionLog:
         is open, in order: the end of a sub-agent's turn inside another turn is no
         boundary (a fork there would leave the outer turn and its tool call open).
 
-        A ``turn/end`` closes turns as repair counts them (:func:`_close_turn`), so a
+        A ``turn/end`` closes turns as repair counts them (:func:`close_last`), so a
         session repair finds nothing open in can be forked at its ends; the boundary
         is named by the turn it closed."""
         boundaries: list[tuple[str | None, int]] = []
@@ -698,7 +699,7 @@ class SessionLog:
             if isinstance(event, TurnStartEvent):
                 open_turns.append(event.turn_id)
             elif isinstance(event, TurnEndEvent):
-                closed = _close_turn(open_turns, event.turn_id)
+                closed = close_last(open_turns, event.turn_id)
                 if not open_turns:
                     boundaries.append((closed, event.seq))
         return boundaries
@@ -748,17 +749,17 @@ class SessionLog:
             return self.projections.get(name)
 
 
-def _close_turn(open_turns: list[str | None], turn_id: str | None) -> str | None:
-    """Close the turn a ``turn/end`` of ``turn_id`` ends and return its id: the last open
-    turn of that id, else (an end without a turn id, or with one that matches none) the
-    last open turn, else none (``turn_id`` itself). The rule of
-    :func:`universal_event.repair.find_open_work`, which must agree: a turn repair counts
+def close_last(open_items: list[_T], item: _T) -> _T:
+    """Close what an end of ``item`` ends and return what it closed: the last open
+    ``item``, else (an end without a name, or with one that matches none) the last open
+    item, else none (``item`` itself). The one rule of turn and step ends: repair
+    (:func:`universal_event.repair.find_open_work`) counts with it, and a turn it counts
     closed is a fork point here."""
-    for index in range(len(open_turns) - 1, -1, -1):
-        if open_turns[index] == turn_id:
-            del open_turns[index]
-            return turn_id
-    return open_turns.pop() if open_turns else turn_id
+    for index in range(len(open_items) - 1, -1, -1):
+        if open_items[index] == item:
+            del open_items[index]
+            return item
+    return open_items.pop() if open_items else item
 
 
 def new_session_id_for_fork(parent_id: str) -> str:

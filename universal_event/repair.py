@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from universal_event.errors import LiveSessionError
 from universal_event.events import (
@@ -41,6 +41,7 @@ from universal_event.events import (
     TurnEndEvent,
     TurnStartEvent,
 )
+from universal_event.log import close_last
 from universal_event.projections import ToolCallSummary, reduce_tools
 from universal_event.stores._base import Store
 
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
 
 __all__ = ["OpenWork", "find_open_work", "repair", "repair_log"]
 
-_T = TypeVar("_T")
 
 
 @dataclass
@@ -65,16 +65,6 @@ class OpenWork:
 
     def __bool__(self) -> bool:
         return bool(self.turns or self.steps or self.tool_calls)
-
-
-def _close_last(items: list[_T], item: _T) -> None:
-    """Remove the last occurrence of ``item``, else the last item (an unnamed close)."""
-    for index in range(len(items) - 1, -1, -1):
-        if items[index] == item:
-            del items[index]
-            return
-    if items:
-        items.pop()
 
 
 def find_open_work(events: Iterable[Event]) -> OpenWork:
@@ -97,13 +87,13 @@ def find_open_work(events: Iterable[Event]) -> OpenWork:
             work.turns.append(event.turn_id)
         elif isinstance(event, TurnEndEvent):
             turn_id = event.turn_id
-            _close_last(work.turns, turn_id)
+            close_last(work.turns, turn_id)
             work.steps = [s for s in work.steps if s[0] != turn_id]
         elif isinstance(event, StepStartEvent):
             work.steps.append((event.turn_id, event.step))
         elif isinstance(event, StepEndEvent):
             key = (event.turn_id, event.step)
-            _close_last(work.steps, key)
+            close_last(work.steps, key)
     for record in tools.open_calls:
         known = work.tool_calls.get(record.call_id)
         if known is not None and (known.state == "running" or record.state != "running"):
