@@ -540,3 +540,41 @@ def test_a_surface_intent_that_does_not_apply_is_refused_and_nothing_is_stored(
     assert http.post(url, content=encode(summary)).json()["appended"] == 1
     texts = [m.content[0].text for m in SessionLog.open(store, "s1").derive_messages()]
     assert texts[0] == "summary" and len(texts) == 2
+
+
+def test_a_newer_writers_surface_event_keeps_its_place_for_a_posted_replace(
+    dev_server: ServerThread, http: httpx.Client, store: MemoryStore
+) -> None:
+    """A user/message holding a part type this version does not know reads back as
+    native/unknown, yet it is on the surface (the log keeps its slot): a summary posted
+    over it is accepted, as a SessionLog in this process would accept it."""
+    from universal_event.events import NativeUnknownEvent, Surface
+    from universal_event.log import SessionLog
+
+    written = {
+        "type": "user/message",
+        "seq": 0,
+        "id": "newer-0",
+        "session_id": "s1",
+        "ts": 1.0,
+        "content": [{"type": "text", "text": "hi"}, {"type": "audio", "data": "AAAA"}],
+    }
+    recovered = NativeUnknownEvent(
+        seq=0,
+        id="newer-0",
+        session_id="s1",
+        ts=1.0,
+        runtime="universal-event",
+        native_type="user/message",
+        payload=written,
+        reason="$.content[1].type 'audio' unknown to this version",
+    )
+    store.append("s1", [recovered], expected_seq=0)
+    post_events(http, dev_server.url, "s1", user_events(1, prefix="nw"))
+    summary = UserMessageEvent(
+        id="sum", content=[TextPart(text="summary")], surface=Surface(op="replace", start=0, end=1)
+    )
+    answer = http.post(f"{dev_server.url}/sessions/s1/events", content=encode(summary))
+    assert answer.status_code == 200, answer.text
+    texts = [m.content[0].text for m in SessionLog.open(store, "s1").derive_messages()]
+    assert texts == ["summary"]

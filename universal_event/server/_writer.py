@@ -48,7 +48,7 @@ from universal_event.errors import (
     StoreError,
     UniversalEventError,
 )
-from universal_event.events import Event, EventBase
+from universal_event.events import Event, EventBase, NativeUnknownEvent
 from universal_event.stores import Store
 
 __all__ = [
@@ -158,6 +158,8 @@ class _SessionState:
             self.keys.setdefault(keyed[1], keyed[2])
         if is_surface_event(event):
             self.surface.apply(event)
+        elif type(event) is NativeUnknownEvent:  # maybe a newer writer's surface event
+            self.surface.apply_recovered(event)
         self.next_seq = event.seq + 1
 
 
@@ -211,6 +213,8 @@ class SessionWriters:
                 for event in batch:  # against the surface before the batch: refused whole
                     if is_surface_event(event):
                         state.surface.check(event)
+                    elif type(event) is NativeUnknownEvent:
+                        state.surface.check_recovered(event)
                 if not batch and self.store.latest_seq(session_id) + 1 < state.next_seq:
                     self._forget(state)  # all "already stored", but the session was deleted
                     self._catch_up(session_id, state)
