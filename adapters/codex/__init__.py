@@ -39,6 +39,14 @@ and the exit code in ``exit_code``. ``codex exec --json`` and an app-server stre
 without raw events (e.g. a resumed thread: ``thread/resume`` does not take
 ``experimentalRawEvents``) give only the plain output, as ``content``.
 
+The request settings: every source writes a ``request/header`` (``openai`` /
+``responses`` / the model) once the model is known, with what every Codex request
+carries, ``store: false`` (so a Responses rendering replays reasoning only with its
+``encrypted_content``, never by id alone). The rollout's also has the system prompt and
+the reasoning config of ``turn_context`` as the request sends it (``reasoning: {effort,
+summary}``, ``include: ["reasoning.encrypted_content"]``); the live streams show neither,
+and their header leaves them unknown.
+
 The model: every assistant message and its thinking / tool-call parts carry
 ``Provenance("openai", "responses", model)`` once the model is known — from the
 ``model=`` option, app-server ``thread/started``, the rollout's ``session_meta``

@@ -12,7 +12,9 @@ request replaying the history needs them.
 
 ==================================  ==========================================================
 ``thread/started``                  ``session/start`` (thread id, model, cwd); sets the model
-``turn/started``                    ``turn/start`` with Codex's turn id
+``turn/started``                    ``turn/start`` with Codex's turn id; ``request/header``
+                                    (model, ``store: false``) for the first turn and when the
+                                    model changed
 ``item/started`` / ``completed``    userMessage → ``user/message`` (at completion);
                                     reasoning / agentMessage → parts of the message;
                                     commandExecution / fileChange / mcpToolCall /

@@ -64,6 +64,7 @@ from universal_event.events import (
     AssistantMessageEvent,
     Event,
     NativeUnknownEvent,
+    RequestHeaderEvent,
     Source,
     ToolCallEvent,
     ToolResultEvent,
@@ -83,6 +84,7 @@ from universal_event.parts import (
 )
 
 __all__ = [
+    "CODEX_REQUEST_SETTINGS",
     "MAX_INDEX_GAP",
     "CodexCore",
     "LateItem",
@@ -91,6 +93,14 @@ __all__ = [
     "part_index",
     "text_content",
 ]
+
+CODEX_REQUEST_SETTINGS: Mapping[str, Any] = {"store": False}
+"""What every Codex request to the Responses API carries, whatever the session: ``store:
+false`` (the captures' ``requests/*.json``; Codex sets it true only for an Azure
+endpoint). Codex keeps the history itself and sends reasoning back with its
+``encrypted_content``: its items were never stored, so an item sent back by id alone is
+refused ("item not found"). The ``request/header`` of every Codex source carries it (the
+Responses renderer then replays reasoning only with its ``encrypted_content``)."""
 
 MAX_INDEX_GAP = 8
 """How far past the parts seen so far a delta's ``summaryIndex`` / ``contentIndex`` may
@@ -215,6 +225,8 @@ class CodexCore(Adapter):
         self._sources: dict[str | None, Source] = {}
         self._chunk_source: Source | None = None
         self._provenance: Provenance | None = None
+        self._header_model: str | None = None
+        self._header_written = False
 
     # ------------------------------------------------------------ envelope
 
@@ -274,6 +286,29 @@ class CodexCore(Adapter):
                 provider="openai", api="responses", model=self.model
             )
         return provenance
+
+    def _settings_header(self, out: list[Event], native_type: str) -> None:
+        """``request/header`` of a live stream: the model and what every Codex request
+        carries (:data:`CODEX_REQUEST_SETTINGS`), written once the model is known and
+        again when it changes. The stream never shows the system prompt, the tools or the
+        reasoning settings: they stay unknown (``system`` None, no tools), not made up.
+        Without a model (``codex exec --json`` with no ``model=``) nothing is written: a
+        header without one would take the model of the session's earlier header away,
+        and exec's items carry no ids that ``store`` would decide about."""
+        if self.model is None or (self._header_written and self._header_model == self.model):
+            return
+        self._header_written = True
+        self._header_model = self.model
+        out.append(
+            self.make(
+                RequestHeaderEvent,
+                native_type=native_type,
+                provider="openai",
+                api="responses",
+                model=self.model,
+                sampling=dict(CODEX_REQUEST_SETTINGS),
+            )
+        )
 
     # ------------------------------------------------------------ JSON lines
 

@@ -2,7 +2,9 @@
 
 =========================  ==================================================================
 ``thread.started``         ``session/start`` (``native_session_id`` = the thread id)
-``turn.started``           ``turn/start`` (exec gives turns no id: one is made up)
+``turn.started``           ``turn/start`` (exec gives turns no id: one is made up); the
+                           first one: ``request/header`` (the ``model=`` given, ``store:
+                           false``; none without ``model=``)
 ``turn.completed``         ``turn/end`` completed, ``usage`` = the sum over **every model
                            request of the turn** (Codex adds them up; ``Usage.scope="turn"``)
 ``turn.failed``            ``turn/end`` failed with the error message

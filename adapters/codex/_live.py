@@ -32,6 +32,12 @@ class CodexAdapter(ExecLines, AppServerLines):
 
     ``model``: the model name for provenance. ``codex exec --json`` never prints it; the
     app-server stream sets it from ``thread/started``.
+
+    A ``request/header`` (provider ``openai``, api ``responses``, the model, settings
+    ``{"store": False}``: what every Codex request carries) follows the first
+    ``turn/start`` once the model is known, and the first one after it changed. Neither
+    stream shows the system prompt, the tools or the reasoning settings: the header
+    leaves them unknown.
     """
 
     def feed(self, native: Any) -> list[Event]:
@@ -58,6 +64,12 @@ class CodexAdapter(ExecLines, AppServerLines):
         else:
             self._flush(out, "close", status="partial", stop_reason="interrupted")
         return out
+
+    def _start_turn(self, out: list[Event], turn_id: Any, native_type: str) -> None:
+        """``turn/start``, then the ``request/header`` the turn's requests carry when none
+        was written yet for the model."""
+        super()._start_turn(out, turn_id, native_type)
+        self._settings_header(out, native_type)
 
     def _line(self, line: Mapping[str, Any], out: list[Event]) -> None:
         method = line.get("method")

@@ -7,9 +7,13 @@ are imported item for item:
 
 ==============================  ==============================================================
 ``session_meta``                ``session/start`` (thread id, cwd); ``base_instructions`` is
-                                the system prompt (sent as the first ``developer`` input item)
-``turn_context``                ``request/header`` (model, reasoning effort, system), written
-                                again only when it changes
+                                the system prompt (sent as the first ``developer`` input item);
+                                ``request/header`` (model, system, ``store: false``) once
+                                the model is known
+``turn_context``                ``request/header`` (model, system, settings as the request
+                                carries them: ``reasoning: {effort, summary}``, ``store:
+                                false``, ``include``), written again only when it changes
+                                (also for a model ``thread_settings_applied`` switches to)
 ``response_item`` assistant     reasoning (``rs_`` id, summary, ``encrypted_content``),
  side                           messages (``msg_`` id, phase), ``function_call`` (``call_id``,
                                 ``fc_`` id, arguments), ``custom_tool_call``, server tools:
@@ -40,7 +44,12 @@ from typing import Any
 import msgspec
 
 from adapters._base import int_or_none, native_time, str_or_none
-from adapters.codex._core import CodexCore, codex_usage, exact_arguments
+from adapters.codex._core import (
+    CODEX_REQUEST_SETTINGS,
+    CodexCore,
+    codex_usage,
+    exact_arguments,
+)
 from adapters.openai_responses._items import (
     CLIENT_RESULT_TYPES,
     item_parts,
@@ -84,6 +93,31 @@ _BOOKKEEPING_KEYS = ("internal_chat_message_metadata_passthrough",)
 """Keys Codex stores in rollout items but strips before sending them (requests/*.json)."""
 
 
+def turn_settings(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The Responses settings of a ``turn_context``, as Codex's request carries them.
+
+    ``effort`` / ``summary`` are Codex's reasoning config: the request sends them as
+    ``reasoning: {"effort", "summary"}`` (a summary of ``none`` is left out, as Codex
+    leaves it out), with ``include: ["reasoning.encrypted_content"]``; every request
+    carries ``store: false`` (:data:`~adapters.codex._core.CODEX_REQUEST_SETTINGS`).
+    These are the names every renderer reads (a Responses header's own), so another
+    api gets the effort translated (Anthropic ``thinking``, Chat ``reasoning_effort``).
+    """
+    reasoning: dict[str, str] = {}
+    effort, summary = payload.get("effort"), payload.get("summary")
+    if isinstance(effort, str) and effort:
+        reasoning["effort"] = effort
+    if isinstance(summary, str) and summary and summary != "none":
+        reasoning["summary"] = summary
+    settings: dict[str, Any] = {}
+    if reasoning:
+        settings["reasoning"] = reasoning
+    settings.update(CODEX_REQUEST_SETTINGS)
+    if reasoning:
+        settings["include"] = ["reasoning.encrypted_content"]
+    return settings
+
+
 class CodexRolloutAdapter(CodexCore):
     """Import a Codex rollout file: the history exactly as Codex sends it to the model."""
 
@@ -92,6 +126,8 @@ class CodexRolloutAdapter(CodexCore):
     def __init__(self, *, session_id: str = "", model: str | None = None) -> None:
         super().__init__(session_id=session_id, model=model)
         self._system: str | None = None
+        self._settings: dict[str, Any] = dict(CODEX_REQUEST_SETTINGS)
+        """The request settings the last ``turn_context`` gives (:func:`turn_settings`)."""
         self._header_key: tuple[Any, ...] | None = None
         self._command_status: dict[str, Mapping[str, Any]] = {}
         self._call_names: dict[str, str] = {}
@@ -186,24 +222,33 @@ class CodexRolloutAdapter(CodexCore):
                 },
             )
         )
+        # What the session's requests carry before any turn_context says more (a cut
+        # rollout may have none). Not without a model (a hand-off's rollout names none):
+        # the header would take an earlier header's model away.
+        if self.model is not None:
+            self._header(out, "session_meta")
 
     def _turn_context(self, payload: Mapping[str, Any], out: list[Event]) -> None:
         if payload.get("model"):
             self.model = str(payload["model"])
-        sampling = {k: payload[k] for k in ("effort", "summary") if payload.get(k) is not None}
-        key = (self.model, self._system, tuple(sorted(sampling.items())))
+        self._settings = turn_settings(payload)
+        self._header(out, "turn_context")
+
+    def _header(self, out: list[Event], native_type: str) -> None:
+        """``request/header`` (model, system, settings), written when one of them changed."""
+        key = (self.model, self._system, self._settings)
         if key == self._header_key:
             return
         self._header_key = key
         out.append(
             self.make(
                 RequestHeaderEvent,
-                native_type="turn_context",
+                native_type=native_type,
                 provider="openai",
                 api="responses",
                 model=self.model,
                 system=self._system,
-                sampling=sampling,
+                sampling=dict(self._settings),
             )
         )
 
@@ -311,6 +356,7 @@ class CodexRolloutAdapter(CodexCore):
             settings = payload.get("thread_settings")
             if isinstance(settings, Mapping) and settings.get("model"):
                 self.model = str(settings["model"])
+                self._header(out, kind)
         elif kind == "item_completed":
             item = payload.get("item")
             if isinstance(item, Mapping) and item.get("type") == "CommandExecution":

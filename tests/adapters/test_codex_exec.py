@@ -58,8 +58,8 @@ def of(events: list[Event], cls: type[Any]) -> list[Any]:
 def test_tool_turn() -> None:
     events = run("x01_tool", model="gpt-5.5")
     assert types(events) == [
-        "session/start", "turn/start", "assistant/chunk", "assistant/chunk", "tool/call",
-        "assistant/message", "tool/result", "assistant/chunk", "assistant/chunk",
+        "session/start", "turn/start", "request/header", "assistant/chunk", "assistant/chunk",
+        "tool/call", "assistant/message", "tool/result", "assistant/chunk", "assistant/chunk",
         "assistant/message", "turn/end",
     ]  # fmt: skip
     start = of(events, SessionStartEvent)[0]

@@ -31,6 +31,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from adapters._render import RenderPolicy
 from adapters.codex import CodexAdapter, CodexRolloutAdapter
 from adapters.openai_responses import render_request
 from adapters.openai_responses._items import CLIENT_RESULT_TYPES, item_parts, result_parts
@@ -39,6 +40,7 @@ from universal_event.events import (
     RequestContextEvent,
     RequestHeaderEvent,
     ToolResultEvent,
+    UserMessageEvent,
 )
 from universal_event.log import SessionLog
 from universal_event.messages import AssistantMessage, Message, ToolMessage, UserMessage
@@ -413,3 +415,189 @@ def test_exec_history_texts_match_and_the_missing_pieces_are_named(run: str) -> 
     g_out, w_out = g_result.content[0], w_result.content[0]
     assert isinstance(g_out, TextPart) and isinstance(w_out, TextPart)
     assert w_out.text.endswith("Output:\n" + g_out.text)
+
+
+# ---------------------------------------------------------------- the request settings
+
+
+def _log(events: list[Any]) -> SessionLog:
+    log = SessionLog()
+    log.extend(events)
+    return log
+
+
+def _settings_sent(body: dict[str, Any]) -> dict[str, Any]:
+    """The settings of a Codex request that its session's header can know of."""
+    return {key: body[key] for key in ("store", "include")} | {
+        "reasoning": {"effort": body["reasoning"]["effort"]}
+    }
+
+
+@pytest.mark.parametrize("run", ALL_RUNS)
+def test_rollout_header_carries_the_settings_as_the_request_does(run: str) -> None:
+    """turn_context's ``effort`` / ``summary`` are the request's ``reasoning``; every
+    Codex request has ``store: false`` (and asks for the encrypted reasoning back)."""
+    header = _log(
+        normalise(CodexRolloutAdapter(), CAPTURED / run / "rollout.jsonl")
+    ).current_header()
+    assert header is not None and (header.provider, header.api) == ("openai", "responses")
+    for body in _requests(run):
+        assert header.model == body["model"]
+        # turn_context says summary "none" (left out, as Codex leaves it out); the
+        # request carries config.toml's "auto" there: not in the rollout.
+        assert header.sampling == _settings_sent(body)
+
+
+@pytest.mark.parametrize("run", ["exec/x01_tool", "app_server/xs01_tool"])
+def test_rollout_settings_render_as_each_api_names_them(run: str) -> None:
+    from adapters.anthropic import render_request as render_anthropic
+    from adapters.openai_chat import render_request as render_chat
+
+    events = normalise(CodexRolloutAdapter(), CAPTURED / run / "rollout.jsonl")
+    log = _log([*events, UserMessageEvent(content=[TextPart(text="Now with 2+2.")])])
+    messages, header = log.derive_messages(), log.current_header()
+    body = _requests(run)[-1]
+    responses = render_request(messages, header)
+    assert "extra_body" not in responses  # no unknown top-level effort / summary
+    assert {key: responses[key] for key in ("store", "include")} == {
+        key: body[key] for key in ("store", "include")
+    }
+    assert responses["reasoning"] == {"effort": body["reasoning"]["effort"]}
+    # Another api gets the effort translated, as from any Responses header.
+    anthropic = render_anthropic(messages, header, RenderPolicy(model="claude-sonnet-4-5"))
+    assert anthropic["thinking"] == {"type": "enabled", "budget_tokens": 8192}
+    assert render_chat(messages, header, RenderPolicy(model="gpt-5"))["reasoning_effort"] == (
+        "medium"
+    )
+
+
+def test_rollout_reasoning_summary_is_sent_unless_none() -> None:
+    run = "app_server/xs01_tool"
+    text = (CAPTURED / run / "rollout.jsonl").read_text()
+    auto = text.replace('"effort":"medium","summary":"none"', '"effort":"high","summary":"auto"')
+    assert auto != text
+    header = _log(normalise_text(CodexRolloutAdapter(), auto)).current_header()
+    assert header is not None
+    assert header.sampling["reasoning"] == {"effort": "high", "summary": "auto"}
+
+
+def test_rollout_without_turn_context_still_says_store_false() -> None:
+    """A rollout with no turn_context (a hand-off's, a cut one): session_meta's header has
+    the model, the system prompt and ``store: false``, not the reasoning it cannot know."""
+    run = "app_server/xs01_tool"
+    lines = [
+        line
+        for line in (CAPTURED / run / "rollout.jsonl").read_text().splitlines(keepends=True)
+        if '"turn_context"' not in line[:80]
+    ]
+    events = normalise_text(CodexRolloutAdapter(), "".join(lines))
+    (header,) = [e for e in events if isinstance(e, RequestHeaderEvent)]
+    assert header.source is not None and header.source.native_type == "session_meta"
+    assert (header.model, header.sampling) == ("gpt-5.5", {"store": False})
+    assert header.system is not None
+
+
+def test_rollout_header_is_written_again_only_when_something_changes() -> None:
+    run = "app_server/xs01_tool"
+    text = (CAPTURED / run / "rollout.jsonl").read_text()
+    once = [
+        e for e in normalise_text(CodexRolloutAdapter(), text) if isinstance(e, RequestHeaderEvent)
+    ]
+    # session_meta's (before any setting is known), then turn_context's
+    assert [(h.model, "reasoning" in h.sampling) for h in once] == [
+        ("gpt-5.5", False),
+        ("gpt-5.5", True),
+    ]
+    lines = text.splitlines(keepends=True)
+    context = next(line for line in lines if '"turn_context"' in line[:80])
+    twice = normalise_text(CodexRolloutAdapter(), text + context)
+    assert len([e for e in twice if isinstance(e, RequestHeaderEvent)]) == 2
+    switched = context.replace('"model":"gpt-5.5"', '"model":"gpt-5.5-mini"', 1)
+    headers = [
+        e
+        for e in normalise_text(CodexRolloutAdapter(), text + switched)
+        if isinstance(e, RequestHeaderEvent)
+    ]
+    assert [h.model for h in headers] == ["gpt-5.5", "gpt-5.5", "gpt-5.5-mini"]
+    assert headers[-1].sampling == headers[-2].sampling
+
+
+@pytest.mark.parametrize("run", APP_TOOL_RUNS)
+def test_app_server_session_says_store_false_so_reasoning_is_not_sent_by_id(run: str) -> None:
+    """The stream has no request, but every Codex request has ``store: false`` (the
+    captures'): items were never stored, so reasoning without its ``encrypted_content``
+    (raw events off) is not sent back by id alone ("item not found")."""
+    body = _requests(run)[1]
+    adapter = CodexAdapter(model="gpt-5.5")
+    events = [
+        *adapter.feed((CAPTURED / run / "notifications.jsonl").read_bytes()),
+        *adapter.close(),
+    ]
+    log = _log(events)
+    header = log.current_header()
+    assert header is not None
+    assert (header.provider, header.api, header.model) == ("openai", "responses", body["model"])
+    assert header.sampling == {"store": body["store"]} == {"store": False}
+    # Neither stream shows the system prompt or the tools: unknown, not made up.
+    assert (header.system, header.tools) == (None, [])
+    request = render_request(log.derive_messages(), header)
+    assert request["store"] is False
+    assert [item for item in request["input"] if item.get("type") == "reasoning"] == []
+    # With raw events the reasoning goes back as Codex sent it, encrypted content and all.
+    log = _log(_with_raw_items(run, CodexAdapter(model="gpt-5.5")))
+    replayed = [
+        item
+        for item in render_request(log.derive_messages(), log.current_header())["input"]
+        if item.get("type") == "reasoning"
+    ]
+    sent = [item for item in body["input"] if item["type"] == "reasoning"]
+    assert [(r["id"], r["encrypted_content"]) for r in replayed[:1]] == [
+        (s["id"], s["encrypted_content"]) for s in sent
+    ]
+
+
+def test_app_server_header_once_per_model() -> None:
+    run = "app_server/xs01_tool"
+    data = (CAPTURED / run / "notifications.jsonl").read_bytes()
+    adapter = CodexAdapter()
+    events = adapter.feed(data)  # no thread/started: the model is unknown, no header
+    assert not [e for e in events if isinstance(e, RequestHeaderEvent)]
+    started = {"method": "thread/started", "params": {"thread": {"id": "t", "model": "gpt-5.5"}}}
+    events = adapter.feed(json.dumps(started)) + adapter.feed(data) + adapter.feed(data)
+    headers = [e for e in events if isinstance(e, RequestHeaderEvent)]
+    assert [(h.model, h.sampling) for h in headers] == [("gpt-5.5", {"store": False})]
+    assert headers[0].turn_id is not None  # the turn's: its requests carry it
+    started["params"]["thread"]["model"] = "gpt-5.5-mini"  # type: ignore[index]
+    events = adapter.feed(json.dumps(started)) + adapter.feed(data)
+    assert [e.model for e in events if isinstance(e, RequestHeaderEvent)] == ["gpt-5.5-mini"]
+
+
+def test_exec_header_says_store_false_once_the_model_is_known() -> None:
+    """exec never prints the model: with ``model=`` the header is written; without, none
+    (a header without a model would take an earlier header's model away)."""
+    data = (CAPTURED / "exec" / "x01_tool" / "stdout.jsonl").read_bytes()
+    adapter = CodexAdapter(model="gpt-5.5")
+    (header,) = [e for e in adapter.feed(data) if isinstance(e, RequestHeaderEvent)]
+    body = _requests("exec/x01_tool")[0]
+    assert (header.model, header.sampling) == (body["model"], {"store": body["store"]})
+    assert not [e for e in CodexAdapter().feed(data) if isinstance(e, RequestHeaderEvent)]
+
+
+def test_rollout_naming_no_model_writes_no_header() -> None:
+    """A hand-off's rollout (session_meta without base_instructions): no model, so no
+    header that would take an earlier header's model away; with ``model=`` there is one."""
+    meta = {
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "type": "session_meta",
+        "payload": {"id": "t", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"},
+    }
+    line = json.dumps(meta) + "\n"
+    assert not [
+        e for e in normalise_text(CodexRolloutAdapter(), line) if isinstance(e, RequestHeaderEvent)
+    ]
+    (header,) = [
+        e
+        for e in normalise_text(CodexRolloutAdapter(model="gpt-5.5"), line)
+        if isinstance(e, RequestHeaderEvent)
+    ]
+    assert (header.model, header.system, header.sampling) == ("gpt-5.5", None, {"store": False})
