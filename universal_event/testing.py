@@ -27,7 +27,7 @@ What is checked: appends and conflicts (a taken or skipped seq raises
 :class:`~universal_event.errors.ConflictError` and writes nothing), batch validation,
 byte-exact round trips of every kind of event including a large tool result, ordered
 ranged streaming reads, ``latest_seq``, session metadata (a runtime named late too),
-``fork`` (at the edges too), ``delete``, ``tail``
+``fork`` (at the edges too, and of what a newer producer stored), ``delete``, ``tail``
 (returns at once, times out, wakes on an append from another thread), and many threads
 appending to one session (no gap, no duplicate).
 """
@@ -42,12 +42,13 @@ from typing import Any
 
 import msgspec
 
-from universal_event.codec import encode
+from universal_event.codec import decode, encode
 from universal_event.errors import ConflictError, SessionNotFoundError
 from universal_event.events import (
     AssistantChunkEvent,
     AssistantMessageEvent,
     Event,
+    EventBase,
     NativeUnknownEvent,
     SessionStartEvent,
     Source,
@@ -64,6 +65,7 @@ __all__ = [
     "CHECKS",
     "StoreConformance",
     "large_tool_result",
+    "newer_producer_events",
     "run_store_conformance",
     "sample_events",
 ]
@@ -141,6 +143,84 @@ def large_tool_result(session_id: str, seq: int, size: int = LARGE_RESULT_BYTES)
         name="cat",
         content=[TextPart(text=text)],
     )
+
+
+class _NewerTextPart(TextPart, tag="text", kw_only=True, frozen=True):
+    """A ``text`` part as a newer producer writes it: with a field this version lacks."""
+
+    lang: str
+
+
+class _NewerPart(msgspec.Struct, tag="text/annotated", tag_field="type", kw_only=True, frozen=True):
+    """A part type this version does not know."""
+
+    text: str
+    note: str
+
+
+class _NewerUserMessage(UserMessageEvent, tag="user/message", kw_only=True, frozen=True):
+    """A ``user/message`` as a newer producer writes it: with a field this version lacks."""
+
+    language: str
+
+
+class _FutureEvent(EventBase, tag="future/event", kw_only=True, frozen=True):
+    """An event type this version does not know."""
+
+    origin: dict[str, Any]
+
+
+def newer_producer_events(session_id: str, start: int = 0) -> list[EventBase]:
+    """Four events with seqs ``start..start+3`` as a newer producer (schema evolution:
+    fields and types added) would store them, holding what this version does not know:
+    an event-level field, a field of a known part, a part type, an event type (one whose
+    fields hold another ``session_id``, which is not the envelope's).
+
+    Append them as they are (stores encode what they are given). Read back, an event
+    holding an unknown type comes as ``native/unknown`` with the stored object as its
+    payload; the others as this version's events (without the unknown fields: as any
+    reader of this version decodes them).
+    """
+    envelope: dict[str, Any] = {"session_id": session_id, "ts": 1_700_000_000.0}
+    return [
+        _NewerUserMessage(
+            **envelope,
+            seq=start,
+            id=f"{session_id}-newer-{start}",
+            language="fr",
+            content=[_NewerTextPart(text="bonjour", lang="fr")],
+        ),
+        _NewerUserMessage(
+            **envelope,
+            seq=start + 1,
+            id=f"{session_id}-newer-{start + 1}",
+            language="fr",
+            content=[
+                _NewerTextPart(text="salut", lang="fr"),
+                _NewerPart(text="annotated", note="a later part"),  # type: ignore[list-item]
+            ],
+        ),
+        _FutureEvent(
+            **envelope,
+            seq=start + 2,
+            id=f"{session_id}-newer-{start + 2}",
+            origin={"session_id": session_id, "note": "not the envelope's"},
+        ),
+        sample_events(session_id, start + 3, 1)[0],
+    ]
+
+
+def _as_stored(event: EventBase) -> Any:
+    """What this version makes of the bytes of ``event``: a newer event read back and
+    one written by the newer producer itself compare equal.
+
+    Encoded with an encoder of its own, not :func:`codec.encode`: a newer producer's
+    events are not this version's to check against its schema (this repository's tests
+    check every event the codec encodes)."""
+    return msgspec.to_builtins(decode(_newer_encoder.encode(event)))
+
+
+_newer_encoder = msgspec.json.Encoder()
 
 
 def _new_session_id(label: str) -> str:
@@ -380,6 +460,49 @@ def check_fork_edges(make_store: StoreFactory, reopen: Reopen | None) -> None:
         _assert_same(_read_all(store, parent), written)
 
 
+def check_fork_keeps_newer_fields(make_store: StoreFactory, reopen: Reopen | None) -> None:
+    """A fork copies what a newer producer stored, fields and types this version does
+    not know included, as it is but for the session id (:func:`newer_producer_events`)."""
+    with _closing(make_store()) as store:
+        parent, child = _new_session_id("newer"), _new_session_id("newer-child")
+        written = newer_producer_events(parent)
+        store.append(parent, written, expected_seq=0)
+        store.fork(parent, child, upto_seq=len(written) - 1)
+        for session, wanted in (
+            (parent, written),
+            (child, [msgspec.structs.replace(e, session_id=child) for e in written]),
+        ):
+            stored = _read_all(store, session)
+            assert len(stored) == len(wanted), f"{session}: read {len(stored)} events"
+            for got, want in zip(stored, wanted, strict=True):
+                difference = _first_difference(_as_stored(got), _as_stored(want))
+                assert difference is None, (
+                    f"{'child' if session == child else 'parent'} seq {want.seq}: {difference}"
+                )
+        info = store.session_info(child)
+        assert (info.parent_id, info.fork_seq, info.event_count) == (parent, 3, 4)
+
+
+def _first_difference(got: Any, want: Any, path: str = "$") -> str | None:
+    """Where two decoded JSON values first differ, said for a message; None if equal."""
+    if isinstance(got, dict) and isinstance(want, dict):
+        for key in {**want, **got}:
+            if key not in got or key not in want:
+                one, other = got.get(key, "(missing)"), want.get(key, "(missing)")
+                return f"{path}.{key} is {one!r}, stored {other!r}"
+            found = _first_difference(got[key], want[key], f"{path}.{key}")
+            if found is not None:
+                return found
+        return None
+    if isinstance(got, list) and isinstance(want, list) and len(got) == len(want):
+        for index, (one, other) in enumerate(zip(got, want, strict=True)):
+            found = _first_difference(one, other, f"{path}[{index}]")
+            if found is not None:
+                return found
+        return None
+    return None if got == want else f"{path} is {got!r}, stored {want!r}"
+
+
 def check_runtime_named_late(make_store: StoreFactory, reopen: Reopen | None) -> None:
     """A session's runtime is that of its first event naming one, even when that event
     comes in a later batch."""
@@ -550,6 +673,7 @@ CHECKS: dict[str, Check] = {
     "session_metadata": check_session_metadata,
     "fork": check_fork,
     "fork_edges": check_fork_edges,
+    "fork_keeps_newer_fields": check_fork_keeps_newer_fields,
     "runtime_named_late": check_runtime_named_late,
     "delete": check_delete,
     "tail": check_tail,

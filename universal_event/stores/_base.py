@@ -24,11 +24,13 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import repeat
 from pathlib import Path
-from typing import Any, NoReturn, Protocol, runtime_checkable
+from typing import Any, NoReturn, Protocol, cast, runtime_checkable
 from urllib.parse import quote, unquote, urlsplit
 
 import msgspec
@@ -43,6 +45,7 @@ __all__ = [
     "Batches",
     "FileLiveLocks",
     "LiveLocks",
+    "Rehoming",
     "SessionInfo",
     "Store",
     "TailByPolling",
@@ -119,6 +122,9 @@ class Store(Protocol):
 
     def fork(self, source_id: str, new_id: str, *, upto_seq: int) -> None:
         """Copy events ``0..upto_seq`` of ``source_id`` into a new session ``new_id``.
+
+        Each as it is stored but for its session id (:class:`Rehoming`): what a newer
+        producer wrote that this version does not know reaches the child too.
 
         ``upto_seq`` past the source's last seq copies it all (``fork_seq`` is the last
         seq copied); ``-1`` copies nothing, and a session with no events is none: the
@@ -208,14 +214,107 @@ def runtime_of(events: Sequence[EventBase]) -> str | None:
 
 
 def encode_for(session_id: str, event: EventBase) -> bytes:
-    """The stored bytes of ``event`` re-homed into ``session_id`` (used by ``fork``).
+    """The bytes of ``event`` (one this version made) re-homed into ``session_id``.
 
-    The session id is part of every stored payload, so a forked copy is re-encoded;
-    everything else round-trips unchanged (msgspec's encoding is deterministic).
+    Not for copying stored events (``fork``): decoding drops what a newer producer wrote
+    that this version does not know, so those are re-homed by :class:`Rehoming`.
     """
     if event.session_id != session_id:
         event = msgspec.structs.replace(event, session_id=session_id)
     return encode(event)
+
+
+_SESSION_KEY = b'"session_id"'
+_KEY_ESCAPE = re.compile(rb"\\u00(?:5[fF]|6[459eEfF]|73)")
+"""A ``\\u`` escape of a letter of ``session_id``: what could spell the key otherwise."""
+_document_decoder: msgspec.json.Decoder[dict[str, msgspec.Raw]] = msgspec.json.Decoder(
+    dict[str, msgspec.Raw]
+)
+"""A stored event's top level, every value kept as its bytes (for :class:`Rehoming`)."""
+
+
+class Rehoming:
+    """Stored events of ``source_id`` re-homed into ``new_id``, as ``fork`` copies them.
+
+    A fork copies each stored event as it is, byte for byte, but for the value of its
+    ``session_id`` (seq, id and all else stay: a fork is the same history under another
+    id). Never decoded into this version's structs and encoded again: what a newer
+    producer wrote that this version does not know (fields, part and event types) must
+    reach the child as it reached the parent.
+
+    Only for payloads already decoded and checked (``decode_stored``, ``decode_page``):
+    each is one JSON object whose top-level ``session_id`` is ``source_id``. The fast
+    path replaces bytes, where that is sure to hit that member and no other: each
+    payload holds ``"session_id"`` once (then it is the top-level key: a quote inside a
+    string is escaped, and no ``\\u`` escape of one of its letters spells the key
+    another way), followed by the source's id as this version encodes it (whitespace
+    around the colon is kept). Otherwise (the key nested too, escapes) the payload's top
+    level is decoded with every value kept raw, the one value set and the object
+    encoded again: everything nested stays byte for byte, only whitespace between
+    top-level members would go.
+    """
+
+    def __init__(self, source_id: str, new_id: str) -> None:
+        old, new = _row_encoder.encode(source_id), _row_encoder.encode(new_id)
+        self._old_member = _SESSION_KEY + b":" + old
+        self._new_member = _SESSION_KEY + b":" + new
+        self._new_value = new
+        self._new_raw = msgspec.Raw(new)
+        # An empty id may be stored as no key at all (the default): nothing to find.
+        self._replaceable = bool(source_id)
+        self._member = re.compile(
+            b"(" + re.escape(_SESSION_KEY) + rb"[ \t\n\r]*:[ \t\n\r]*)" + re.escape(old)
+        )
+
+    def _by_replace(self, data: bytes, count: int) -> bool:
+        """Whether ``data`` (``count`` payloads) can be re-homed by replacing members."""
+        return (
+            self._replaceable
+            and _KEY_ESCAPE.search(data) is None
+            and data.count(_SESSION_KEY) == count
+            and data.count(self._old_member) == count
+        )
+
+    def payloads(self, payloads: Sequence[bytes | bytearray | memoryview | str]) -> list[bytes]:
+        """Each payload re-homed: one check of them all, then one C-level pass."""
+        stored = cast("list[bytes]", payloads)
+        if set(map(type, payloads)) - {bytes}:  # TEXT values, buffers: seldom
+            stored = list(map(_as_bytes, payloads))
+        joined = stored[0] if len(stored) == 1 else b"\n".join(stored)  # one large row: no copy
+        if self._by_replace(joined, len(stored)):
+            return list(
+                map(bytes.replace, stored, repeat(self._old_member), repeat(self._new_member))
+            )
+        return list(map(self.payload, stored))
+
+    def lines(self, run: bytes, count: int) -> bytes:
+        """A run of ``count`` whole lines (newline-terminated), a payload each (JSONL)."""
+        if self._by_replace(run, count):
+            return run.replace(self._old_member, self._new_member)
+        return b"".join(self.payload(line) + b"\n" for line in run[:-1].split(b"\n"))
+
+    def payload(self, payload: bytes | bytearray | memoryview | str) -> bytes:
+        """One payload re-homed."""
+        stored = _as_bytes(payload)
+        if (
+            self._replaceable
+            and _KEY_ESCAPE.search(stored) is None
+            and stored.count(_SESSION_KEY) == 1
+        ):
+            found = self._member.search(stored)
+            if found is not None:  # the key, maybe spaced, then the source's id: splice
+                return b"".join((stored[: found.end(1)], self._new_value, stored[found.end() :]))
+        document = _document_decoder.decode(stored)
+        document["session_id"] = self._new_raw
+        return _row_encoder.encode(document)
+
+
+def _as_bytes(payload: bytes | bytearray | memoryview | str) -> bytes:
+    if isinstance(payload, bytes):
+        return payload
+    if isinstance(payload, str):  # a TEXT value another SQLite client wrote
+        return payload.encode("utf-8", "surrogatepass")
+    return bytes(payload)
 
 
 def decode_stored(

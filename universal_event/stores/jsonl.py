@@ -52,6 +52,7 @@ import os
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 from pathlib import Path
@@ -68,13 +69,13 @@ from universal_event.stores._base import (
     Batches,
     FileLiveLocks,
     LiveLocks,
+    Rehoming,
     SessionInfo,
     TailByPolling,
     check_batch,
     check_fork_point,
     decode_page,
     decode_stored,
-    encode_for,
     local_path,
     runtime_of,
     session_file_stem,
@@ -297,6 +298,8 @@ class JsonlStore(TailByPolling, FileLiveLocks):
         The source is read through one descriptor, opened first: a source deleted or
         replaced meanwhile by another process is copied as it was when opened (its
         lines are never changed), and the child's ``fork_seq`` is the last seq copied.
+        Each line is copied as it is but for the session id in it (see
+        :func:`_copy_lines`).
         """
         check_fork_point(source_id, upto_seq)
         try:
@@ -331,12 +334,8 @@ class JsonlStore(TailByPolling, FileLiveLocks):
             try:
                 with open(temporary, "wb") as out:
                     out.write(_header_encoder.encode(header) + b"\n")
-                    handle.seek(0)
-                    copied = 0
-                    for batch in self._read_from(source_id, handle, 0, last + 1):
-                        for event in batch:
-                            out.write(encode_for(new_id, event) + b"\n")
-                            copied += 1
+                    handle.seek(len(header_line))
+                    copied = _copy_lines(source_id, new_id, handle, out, last + 1)
                     if copied != last + 1:
                         raise CorruptEventError(
                             source_id, copied, f"fork copied {copied} of {last + 1} events"
@@ -801,6 +800,29 @@ def _decode_run(
     if end is not None:
         del lines[end - first_seq :]
     return len(lines), _decode_lines(session_id, first_seq, lines)
+
+
+def _copy_lines(source_id: str, new_id: str, handle: Any, out: Any, stop: int) -> int:
+    """Copy the event lines ``0..stop-1`` of ``handle`` (at its first event line) to
+    ``out``, re-homed into ``new_id``; how many were copied.
+
+    A run of lines at a time, as a read goes: each run is decoded and checked as a read
+    checks it (damage raises :class:`CorruptEventError` naming the seq), then its bytes
+    are written with the session id in each line replaced
+    (:class:`~universal_event.stores._base.Rehoming`), never encoded again from what this
+    version decoded: what a newer producer wrote reaches the child whole.
+    """
+    rehoming = Rehoming(source_id, new_id)
+    seq = 0
+    for group in _line_groups(handle):
+        count, events = _decode_run(source_id, seq, group, stop)
+        deque(events, maxlen=0)  # decoded to be checked: raises at a damaged line
+        run = group if seq + count < stop else group[: _nth_newline_end(group, count)]
+        out.write(rehoming.lines(run, count))
+        seq += count
+        if seq >= stop:
+            break
+    return seq
 
 
 def _decode_lines(session_id: str, first_seq: int, lines: list[bytes]) -> Iterator[Event]:

@@ -63,6 +63,9 @@ class MemoryStore:
             raise SessionNotFoundError(session_id) from None
 
     def fork(self, source_id: str, new_id: str, *, upto_seq: int) -> None:
+        """Copy the events as they were appended, but for the session id: they are never
+        encoded and decoded here, so whatever they hold (a newer producer's fields and
+        types included) reaches the child as it is."""
         check_fork_point(source_id, upto_seq)
         with self._changed:
             if source_id not in self._events:

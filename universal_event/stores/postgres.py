@@ -42,12 +42,13 @@ import struct
 import threading
 import time
 import zlib
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import partial
 from itertools import chain, repeat
-from operator import attrgetter
-from typing import Any
+from operator import attrgetter, itemgetter
+from typing import Any, cast
 from urllib.parse import unquote
 
 import msgspec
@@ -66,13 +67,13 @@ from universal_event.stores._base import (
     NO_END,
     READ_PAGE_SIZE,
     Batches,
+    Rehoming,
     SessionInfo,
     check_batch,
     check_fork_point,
     check_read_end,
     decode_batches,
     decode_rows,
-    encode_for,
     event_type,
     runtime_of,
     session_info_of,
@@ -139,6 +140,7 @@ def _float8_array(items: Sequence[float]) -> _WireArray:
 
 _payload_encoder = msgspec.json.Encoder()
 _ts_of = attrgetter("ts")
+_FIRST_COLUMN = itemgetter(slice(0, 1))
 
 
 def _columns(events: Sequence[EventBase]) -> tuple[_WireArray, _WireArray, _WireArray]:
@@ -627,25 +629,37 @@ class PostgresStore:
         stop: int,
     ) -> int:
         """Copy the source's events ``0..stop-1`` under ``new_id``, page by page (pages
-        bounded in rows and bytes); how many were copied."""
+        bounded in rows and bytes); how many were copied.
+
+        Every row is decoded and checked as a read checks it (damage raises
+        :class:`CorruptEventError` naming the seq), then copied as stored (its type, ts
+        and payload bytes), the payload re-homed
+        (:class:`~universal_event.stores._base.Rehoming`): never encoded again from what
+        this version decoded, so what a newer producer wrote reaches the child whole."""
+        rehoming = Rehoming(source_id, new_id)
         position, plan = 0, FIRST_PLAN
         while position < stop:
             limit = min(plan[0], stop - position)
-            payloads = self._take(self._send_page(conn, source_id, position, limit, plan[1], stop))
+            with conn.cursor(binary=True) as page:
+                page.execute(self._sql.read_fork_rows, (plan[1], source_id, position, stop, limit))
+                rows: list[tuple[bytes | None, str, float]] = page.fetchall()
+            payloads: list[tuple[bytes | None]] = list(map(_FIRST_COLUMN, rows))
             arrays = _arrays(payloads)
             cut = arrays is None
             if arrays is None:
                 arrays = _cut(payloads)
             again = partial(self._decode_rows_again, conn, source_id, stop=position + len(payloads))
-            events = list(chain.from_iterable(decode_batches(source_id, position, arrays, again)))
+            for batch in decode_batches(source_id, position, arrays, again):
+                deque(batch, maxlen=0)  # decoded to be checked: raises at a damaged row
             del arrays
+            stored = [payload for (payload,) in payloads]  # none left out (NULL): cut
+            copied = rehoming.payloads(cast("list[bytes]", stored))
             with cur.copy(self._sql.copy_events) as copy:
                 copy.set_types(_COPY_TYPES)
-                for event in events:
-                    copy.write_row(
-                        (new_id, event.seq, event_type(event), event.ts, encode_for(new_id, event))
-                    )
-            position += len(events)
+                rehomed = zip(rows, copied, strict=False)  # rows: the cut page's too
+                for seq, ((_, kind, ts), payload) in enumerate(rehomed, position):
+                    copy.write_row((new_id, seq, kind, ts, payload))
+            position += len(copied)
             if not cut and len(payloads) < limit:
                 self._check_end(conn, source_id, position, stop)
                 break
@@ -994,6 +1008,10 @@ class _Statements:
         # reads its stored size: a row left out is never detoasted. (A running sum of
         # sizes, a window function, cost a page of small rows 2.5 times the server time.)
         self.read_payloads = f"SELECT CASE WHEN length(payload) <= %s THEN payload END {page}"
+        # A fork's page: the same, with the columns it copies as they are.
+        self.read_fork_rows = (
+            f"SELECT CASE WHEN length(payload) <= %s THEN payload END, type, ts {page}"
+        )
         self.read_end = (
             f"SELECT (SELECT event_count FROM {sessions} WHERE session_id = %s), "
             f"(SELECT max(seq) FROM {events} WHERE session_id = %s)"

@@ -34,8 +34,9 @@ import os
 import sqlite3
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator, Sequence
-from itertools import chain
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any, Literal
 
@@ -52,15 +53,14 @@ from universal_event.stores._base import (
     Batches,
     FileLiveLocks,
     LiveLocks,
+    Rehoming,
     SessionInfo,
     TailByPolling,
     check_fork_point,
     check_read_end,
     decode_fetched,
     decode_page,
-    encode_for,
     encode_row_values,
-    event_type,
     local_path,
     runtime_of,
     session_info_of,
@@ -98,7 +98,6 @@ _MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
 
 SCHEMA_VERSION = _MIGRATIONS[-1][0]
 
-_INSERT_EVENT = "INSERT INTO events (session_id, seq, type, ts, payload) VALUES (?, ?, ?, ?, ?)"
 _ROWS_PER_INSERT = 128
 """The most rows one ``INSERT`` binds: 640 values, under SQLite's oldest variable limit
 (999); a larger batch takes several statements."""
@@ -159,6 +158,8 @@ SQLite does not promise ``group_concat``'s order; it follows the primary-key sca
 :func:`~universal_event.stores._base.decode_page` checks every seq, so another order
 would only send the page down the row-by-row path."""
 _READ_PAGE_ROWS = f"SELECT seq, payload {_PAGE}"
+_READ_FORK_ROWS = f"SELECT seq, type, ts, payload {_PAGE}"
+"""A page of rows as a fork copies them."""
 
 PAGE_BYTES = 2 * 1024 * 1024
 """The most payload bytes a read page holds (a larger event is a page of its own): what
@@ -175,6 +176,11 @@ _READ_SMALL_ROWS = (
 out, so the page comes back short (or with a gap in its seqs) before it; measured, the
 size test costs ~1.5% of a read of small events, where counting sizes in a query of
 their own before each page cost ~17%."""
+_READ_SMALL_FORK_ROWS = (
+    "SELECT seq, type, ts, payload FROM events WHERE session_id = ? AND seq >= ? AND seq < ? "
+    f"AND length(payload) <= {_SMALL_ROW_BYTES} ORDER BY seq LIMIT ?"
+)
+"""A fork's fast page: ``_READ_FORK_ROWS`` of small rows only (see ``_READ_SMALL_ROWS``)."""
 _READ_SIZES = f"SELECT length(payload) {_PAGE}"
 """Payload sizes of the next rows, to cut a page of large ones (SQLite takes a BLOB's
 length from its row header, without reading it)."""
@@ -338,7 +344,8 @@ class SqliteStore(TailByPolling, FileLiveLocks):
     def fork(self, source_id: str, new_id: str, *, upto_seq: int) -> None:
         """Copy in one write transaction: the source's row is read inside it, so a
         source deleted (or appended to) by another process is seen whole or not at all,
-        and the child's count is the rows actually copied."""
+        and the child's count is the rows actually copied. Each row is copied as stored
+        but for the session id in it (:class:`~universal_event.stores._base.Rehoming`)."""
         check_fork_point(source_id, upto_seq)
         with self._lock, self._write_transaction():
             source = self._session_row(source_id)
@@ -349,11 +356,7 @@ class SqliteStore(TailByPolling, FileLiveLocks):
             last = min(upto_seq, source.event_count - 1)
             if last < 0:
                 return  # nothing to copy: a session without events is none
-            copied = 0
-            for batch in self._batches(source_id, 0, last + 1):
-                rows = [(new_id, e.seq, event_type(e), e.ts, encode_for(new_id, e)) for e in batch]
-                self._conn.executemany(_INSERT_EVENT, rows)
-                copied += len(rows)
+            copied = self._copy_rows(source_id, new_id, last + 1)
             if copied != last + 1:
                 raise CorruptEventError(
                     source_id, copied, f"fork copied {copied} of {last + 1} events"
@@ -366,6 +369,56 @@ class SqliteStore(TailByPolling, FileLiveLocks):
             )
         with self._appended:
             self._appended.notify_all()
+
+    def _copy_rows(self, source_id: str, new_id: str, stop: int) -> int:
+        """Copy the source's rows ``0..stop-1`` under ``new_id`` (the caller holds the
+        lock and the write transaction); how many were copied.
+
+        A page at a time (at most :data:`DECODE_BATCH` rows and :data:`PAGE_BYTES`), as a
+        read goes: every row is decoded and checked as a read checks it (damage raises
+        :class:`CorruptEventError` naming the seq), then its stored bytes, type and ts are
+        copied, the payload re-homed, never encoded again from what this version decoded.
+        """
+        rehoming = Rehoming(source_id, new_id)
+        position = 0
+        while position < stop:
+            fetched = self._fork_rows(source_id, position, stop)
+            if not fetched:
+                break
+            seqs, kinds, stamps, stored = zip(*fetched, strict=True)
+            for batch in decode_fetched(source_id, position, list(zip(seqs, stored, strict=True))):
+                deque(batch, maxlen=0)  # decoded to be checked: raises at a damaged row
+            payloads = rehoming.payloads(stored)
+            rows = zip(repeat(new_id), seqs, kinds, stamps, payloads)
+            self._insert_values(list(chain.from_iterable(rows)), len(fetched))
+            position += len(fetched)
+        if position < stop:
+            event_count, top_seq = self._conn.execute(_READ_END, (source_id, source_id)).fetchone()
+            check_read_end(source_id, position, stop, event_count, top_seq)
+        return position
+
+    def _fork_rows(self, source_id: str, start: int, stop: int) -> list[tuple[Any, ...]]:
+        """The next page of rows from ``start`` (below ``stop``) for a fork: ``(seq, type,
+        ts, payload)``, seqs contiguous from ``start``; none when no row is there.
+
+        As a read pages (:meth:`_batches`): small rows in one statement; when those do
+        not run on from ``start`` (a large row comes first, a row is missing) the page is
+        cut by the sizes of its rows instead (a missing row then shows as a gap, which
+        the caller's decoding names)."""
+        limit = min(DECODE_BATCH, stop - start)
+        try:
+            rows: list[tuple[Any, ...]] = self._conn.execute(
+                _READ_SMALL_FORK_ROWS, (source_id, start, stop, limit)
+            ).fetchall()
+            if rows and rows[0][0] == start and rows[-1][0] == start + len(rows) - 1:
+                return rows
+            within = self._rows_within_budget(source_id, start, start + limit, stop)
+            if within == 0:
+                return []
+            rows = self._conn.execute(_READ_FORK_ROWS, (source_id, start, stop, within)).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise CorruptEventError(source_id, start, f"sqlite: {exc}") from None
+        return rows
 
     def delete(self, session_id: str) -> None:
         with self._lock, self._write_transaction():
