@@ -15,7 +15,10 @@ that every switch of runtime runs into (see ``shared/PITFALLS.md``) are made her
   (no signature-less thinking block, no ``redacted_thinking`` re-wrap).
 * **Rule 5 — tool-call ids** go through :func:`map_tool_call_id`: one deterministic,
   collision-free function of the id and the target's id format, the same for calls and
-  results; :class:`ToolIdMapper` reverses it for ids that come back.
+  results; :class:`ToolIdMapper` reverses it for ids that come back. Tool names the
+  target refuses go through :func:`map_tool_name` (the same digest), alike in the
+  declared tools, the tool choice and the calls of the history, with one
+  ``tool_name_mapped`` warning holding the mapping.
 * **Rule 6 — orphans.** :func:`repair_group` pairs every tool result with the call
   it answers, within the assistant message's window (up to the next assistant
   message). A call without a result gets a synthetic error result
@@ -46,6 +49,7 @@ import functools
 import hashlib
 import json
 import re
+import string
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -54,7 +58,7 @@ from typing import Any, Literal, NamedTuple
 import msgspec
 
 from adapters._base import MALFORMED
-from universal_event.errors import DecodeError, UniversalEventError
+from universal_event.errors import DecodeError, RenderError, UniversalEventError
 from universal_event.events import (
     Event,
     InstructionRole,
@@ -66,6 +70,7 @@ from universal_event.events import (
 )
 from universal_event.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from universal_event.parts import (
+    AssistantPart,
     DocumentPart,
     ImagePart,
     Provenance,
@@ -83,6 +88,7 @@ __all__ = [
     "CHAT_TOOL_IDS",
     "CallIds",
     "RESPONSES_TOOL_IDS",
+    "TOOL_NAMES",
     "Group",
     "GroupRenderer",
     "OtherAssistantPart",
@@ -101,7 +107,9 @@ __all__ = [
     "instruction_as_user",
     "is_blank",
     "map_tool_call_id",
+    "map_tool_name",
     "merged_sampling",
+    "model_snapshot_date",
     "model_snapshot_family",
     "openai_file",
     "parse_arguments",
@@ -113,6 +121,7 @@ __all__ = [
     "request_body",
     "request_part",
     "unknown_role",
+    "same_model",
     "same_origin",
     "warning",
 ]
@@ -134,9 +143,10 @@ class RenderPolicy(msgspec.Struct, frozen=True, kw_only=True):
     encrypted content) are never sent to a foreign target under either policy.
     """
     foreign_reasoning_template: str = "{text}"
-    """Format of foreign reasoning under ``text``; ``{text}`` is the reasoning. Tags
-    such as ``<thinking>`` get imitated by some models (pydantic-ai#5869), so the
-    default is the bare text."""
+    """Format of foreign reasoning under ``text``; ``{text}`` is the reasoning (it must
+    appear; other literal braces are doubled, ``{{``). Tags such as ``<thinking>`` get
+    imitated by some models (pydantic-ai#5869), so the default is the bare text. A
+    template that cannot be formatted is a :class:`RenderError` when the policy is built."""
     thinking_fallback: Literal["disable", "error"] = "disable"
     """Anthropic with thinking on, when the last assistant turn of a tool loop does not
     start with a thinking block (rule 3): ``disable`` sends the request with
@@ -158,6 +168,37 @@ class RenderPolicy(msgspec.Struct, frozen=True, kw_only=True):
     """The target model; default: the header's model."""
     default_max_tokens: int = 4096
     """Anthropic requires ``max_tokens``; used when the header sets none."""
+
+    def __post_init__(self) -> None:
+        _check_reasoning_template(self.foreign_reasoning_template)
+
+
+def _check_reasoning_template(template: str) -> None:
+    """A :class:`RenderError` naming the policy field unless ``template`` formats with
+    ``{text}`` alone: no other placeholder, no stray brace, ``{text}`` present."""
+    problem = _template_problem(template)
+    if problem is not None:
+        raise RenderError(
+            f"RenderPolicy.foreign_reasoning_template {template!r}: {problem} "
+            "(the only placeholder is {text}; write a literal brace as {{ or }})"
+        )
+
+
+def _template_problem(template: str) -> str | None:
+    try:
+        fields = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+    except ValueError as exc:  # a lone "{" or "}"
+        return str(exc)
+    others = sorted({name for name in fields if name != "text"})
+    if others:
+        return "unknown placeholder " + ", ".join("{" + name + "}" for name in others)
+    if not fields:
+        return "no {text} placeholder: the reasoning would not be sent"
+    try:  # a format spec the text does not take ({text:d})
+        template.format(text="")
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 # ---------------------------------------------------------------- warnings
@@ -236,10 +277,15 @@ def map_tool_call_id(call_id: str, fmt: ToolIdFormat) -> str:
 def _mapped_id(call_id: str, fmt: ToolIdFormat) -> str:
     if fmt.accepts(call_id) and not call_id.startswith(_MAPPED_PREFIX):
         return call_id
-    digest = base64.urlsafe_b64encode(hashlib.sha256(call_id.encode()).digest()[:16])
+    return _digested(call_id, fmt.max_length)
+
+
+def _digested(value: str, max_length: int) -> str:
+    """``ue_<readable part>_<128-bit digest of value>``, at most ``max_length`` long."""
+    digest = base64.urlsafe_b64encode(hashlib.sha256(value.encode()).digest()[:16])
     tail = digest.decode().rstrip("=")
-    room = fmt.max_length - len(_MAPPED_PREFIX) - 1 - _DIGEST_CHARS
-    readable = re.sub(r"[^a-zA-Z0-9_-]", "_", call_id)[: max(room, 0)]
+    room = max_length - len(_MAPPED_PREFIX) - 1 - _DIGEST_CHARS
+    readable = re.sub(r"[^a-zA-Z0-9_-]", "_", value)[: max(room, 0)]
     return f"{_MAPPED_PREFIX}{readable}_{tail}"
 
 
@@ -277,6 +323,79 @@ class ToolIdMapper:
         return mapper
 
 
+# ---------------------------------------------------------------- tool names
+
+
+TOOL_NAMES = {
+    "messages": ToolIdFormat("anthropic-tool-names", re.compile(r"[a-zA-Z0-9_-]+"), 128),
+    "chat": ToolIdFormat("openai-chat-tool-names", re.compile(r"[a-zA-Z0-9_-]+"), 64),
+    "responses": ToolIdFormat("openai-responses-tool-names", re.compile(r"[a-zA-Z0-9_-]+"), 64),
+}
+"""The tool names each api takes (Anthropic's API errors quote its pattern; OpenAI's
+function definitions say "a-z, A-Z, 0-9, underscores and dashes, at most 64"). OpenAI
+checks the calls of the history too ("Invalid 'messages[2].tool_calls[0].function.name':
+string does not match pattern '^[a-zA-Z0-9_-]+$'"); every api gets its calls mapped like
+its declared tools, so the two keep one name. MCP tools from other runtimes are often
+named outside them (``docs.search``, 68-character ``mcp__...`` names)."""
+
+
+def map_tool_name(name: str, api: str) -> str:
+    """The name a target api sees for a tool: deterministic and collision-free.
+
+    A name the api takes passes unchanged; any other becomes ``ue_<readable part>_<digest>``
+    (:func:`map_tool_call_id`'s digest), the same for the declared tool, the tool choice
+    and every call of the history, so the model sees one name. Unlike ids, passed names
+    are not kept out of the ``ue_`` range: a mapped name is a valid name and maps to
+    itself, so a call the model makes with it (logged under that name) stays the same
+    tool. Two refused names map to different names up to a SHA-256 collision.
+    """
+    fmt = TOOL_NAMES[api]
+    mapped = fmt.memo.get(name)
+    if mapped is None:
+        if len(fmt.memo) >= _MEMO_LIMIT:
+            fmt.memo.clear()
+        mapped = fmt.memo[name] = name if fmt.accepts(name) else _digested(name, fmt.max_length)
+    return mapped
+
+
+def _map_call_names(group: Group, api: str) -> None:
+    """The group's tool calls under the names ``api`` takes (:func:`map_tool_name`),
+    with one ``tool_name_mapped`` warning (:class:`RenderRun` merges them)."""
+    renames = {
+        call.name: mapped
+        for call in group.calls.values()
+        if (mapped := map_tool_name(call.name, api)) != call.name
+    }
+    if not renames:
+        return
+
+    def renamed(part: ToolCallPart) -> ToolCallPart:
+        return msgspec.structs.replace(part, name=renames[part.name])
+
+    assert group.assistant is not None  # only an assistant message opens calls
+    group.assistant = msgspec.structs.replace(
+        group.assistant,
+        content=[
+            renamed(part) if type(part) is ToolCallPart and part.name in renames else part
+            for part in group.assistant.content
+        ],
+    )
+    group.calls = {
+        call_id: renamed(call) if call.name in renames else call
+        for call_id, call in group.calls.items()
+    }
+    group.warnings.append(_names_mapped(renames, api))
+
+
+def _names_mapped(renames: dict[str, str], api: str) -> WarningEvent:
+    return warning(
+        "tool_name_mapped",
+        f"tool names {api} refuses were sent mapped (calls the model makes come back under "
+        "the mapped name): " + ", ".join(f"{name!r} as {new!r}" for name, new in renames.items()),
+        names=renames,
+    )
+
+
 # ---------------------------------------------------------------- reasoning
 
 
@@ -293,15 +412,41 @@ def model_snapshot_family(model: str | None) -> str | None:
     return base[:-2] if base.endswith("-0") else base
 
 
+@functools.lru_cache(maxsize=256)
+def model_snapshot_date(model: str | None) -> str | None:
+    """The date of a dated snapshot (``20250514``, ``2025-08-07``); None for an alias
+    (``claude-sonnet-4-0``, ``claude-3-5-sonnet-latest``, ``gpt-5``)."""
+    match = _SNAPSHOT_SUFFIX.search(model) if model is not None else None
+    if match is None or match.group(1) == "latest":
+        return None
+    return match.group(1)
+
+
+def same_model(model: str | None, other: str | None) -> bool:
+    """One model under two names: one snapshot family, and not two different dates.
+
+    An alias and a dated snapshot of its family count as one (the API reports the
+    snapshot for a request made with the alias); two dated snapshots are two models
+    (``claude-3-5-sonnet-20240620`` and ``-20241022`` are different Claudes).
+    """
+    if model == other:
+        return True
+    if model_snapshot_family(model) != model_snapshot_family(other):
+        return False
+    date, other_date = model_snapshot_date(model), model_snapshot_date(other)
+    return date is None or other_date is None or date == other_date
+
+
 def same_origin(provenance: Provenance | None, target: Provenance) -> bool:
     """True when provider-bound content from ``provenance`` may go to ``target`` (rule 1).
 
-    Provider and api must match exactly; the model must be the same model, where an
-    alias and its dated snapshot count as one: the API reports the snapshot
-    (``claude-sonnet-4-20250514``, ``gpt-5-2025-08-07``) for a request made with the
-    alias, and replaying to the alias is accepted (recorded: anthropic-messages/
-    thinking_tool_use_nonstream and openai-responses/reasoning_summaries_encrypted_replay,
-    both HTTP 200). Two different models (another Claude, another GPT) never match.
+    Provider and api must match exactly; the model must be the same model
+    (:func:`same_model`), where an alias and its dated snapshot count as one: the API
+    reports the snapshot (``claude-sonnet-4-20250514``, ``gpt-5-2025-08-07``) for a
+    request made with the alias, and replaying to the alias is accepted (recorded:
+    anthropic-messages/thinking_tool_use_nonstream and
+    openai-responses/reasoning_summaries_encrypted_replay, both HTTP 200). Two
+    different models (another Claude, another GPT, another dated snapshot) never match.
     """
     if provenance is None:
         return False
@@ -311,7 +456,7 @@ def same_origin(provenance: Provenance | None, target: Provenance) -> bool:
         provenance.provider == target.provider
         and provenance.api == target.api
         and provenance.model is not None
-        and model_snapshot_family(provenance.model) == model_snapshot_family(target.model)
+        and same_model(provenance.model, target.model)
     )
 
 
@@ -359,7 +504,8 @@ def replayable_server_part(
     warnings: list[WarningEvent],
 ) -> bool:
     """A server-tool block goes back only to its own provider and api (any model: the
-    block carries no signature); anywhere else it is dropped with a warning."""
+    block carries no signature); anywhere else it is dropped with a warning. (An
+    unfinished one never reaches a renderer: :func:`repair_group` drops it.)"""
     origin = part.provenance or message.provenance
     if origin is not None and origin.provider == target.provider and origin.api == target.api:
         return True
@@ -372,6 +518,57 @@ def replayable_server_part(
         )
     )
     return False
+
+
+_FINISHED_ITEM_STATUSES = frozenset({"completed", "incomplete", "failed"})
+"""Responses server-tool items (``web_search_call``, ``file_search_call``,
+``code_interpreter_call``, ``image_generation_call``, ``mcp_call``) end in one of these;
+``in_progress``, ``searching``, ``interpreting``, ``generating``, ``calling`` are an
+item the stream was cut inside (the input schema wants its ``action`` and the rest)."""
+
+
+def unfinished_server_call(part: ServerToolCallPart) -> str | None:
+    """Why a server-tool call is unfinished (a stream cut inside it), or None.
+
+    Anthropic ``server_tool_use`` / ``mcp_tool_use``: the input is still the JSON text
+    streamed so far, not an object. Responses: the item's status is not a final one.
+    """
+    native = part.native
+    if "input" in native and not isinstance(native["input"], dict):
+        return "its input is an unparsed fragment"
+    status = native.get("status")
+    if isinstance(status, str) and status not in _FINISHED_ITEM_STATUSES:
+        return f"status {status!r}"
+    return None
+
+
+def _without_unfinished_server_calls(
+    message: AssistantMessage, warnings: list[WarningEvent]
+) -> AssistantMessage:
+    """The message without the server-tool calls a stream was cut inside: no API takes
+    them back (the SDK types refuse a fragment for an input, an item without its
+    ``action``), and a Responses reasoning item must not be left pairing with one."""
+    kept: list[AssistantPart] = []
+    for part in message.content:
+        if not isinstance(part, ServerToolCallPart):
+            kept.append(part)
+            continue
+        reason = unfinished_server_call(part)
+        if reason is None:
+            kept.append(part)
+            continue
+        warnings.append(
+            warning(
+                "server_tool_dropped",
+                f"server tool call {part.name!r} ({part.id}) did not finish ({reason}); dropped",
+                call_id=part.id,
+                name=part.name,
+                seq=message.seq,
+            )
+        )
+    if len(kept) == len(message.content):
+        return message
+    return msgspec.structs.replace(message, content=kept)
 
 
 def is_blank(text: str | None) -> bool:
@@ -447,11 +644,13 @@ def repair_group(
     shared: dict[str, list[str]] = {}
     if type(first) is AssistantMessage:
         assistant = first
+        if any(type(part) is ServerToolCallPart for part in first.content):
+            assistant = _without_unfinished_server_calls(first, warnings)
         start += 1
-        for part in first.content:
+        for part in assistant.content:
             if type(part) is ToolCallPart:
                 if part.id in calls:
-                    assistant, shared = _distinct_call_ids(first, warnings)
+                    assistant, shared = _distinct_call_ids(assistant)
                     calls = {p.id: p for p in assistant.content if type(p) is ToolCallPart}
                     break
                 calls[part.id] = part
@@ -465,10 +664,15 @@ def repair_group(
             in_use |= open_ids
         else:
             reused = True
+    pairs = iter(
+        _pair_shared_results(messages[start:end], shared, calls, warnings) if shared else ()
+    )
     for message in messages[start:end]:
         if type(message) is ToolMessage:
             if shared and message.call_id in shared:
-                message = _to_next_open_call(message, shared[message.call_id], open_ids)
+                paired = next(pairs)
+                if paired is not None:
+                    message = msgspec.structs.replace(message, call_id=paired)
             if message.call_id in open_ids:
                 open_ids.remove(message.call_id)
                 results.append(message)
@@ -496,11 +700,11 @@ def repair_group(
 
 
 def _distinct_call_ids(
-    message: AssistantMessage, warnings: list[WarningEvent] | None = None
+    message: AssistantMessage,
 ) -> tuple[AssistantMessage, dict[str, list[str]]]:
     """Rule 8 inside one message: calls sharing an id (some servers give parallel calls
     one id, or none) get ``<id>#<n>`` from the second on; the id → the ids its calls
-    now have, in order, which its results take in the order they come."""
+    now have, in order, which its results take (:func:`_pair_shared_results`)."""
     shared: dict[str, list[str]] = {}
     taken = {part.id for part in message.content if type(part) is ToolCallPart}
     content: list[Any] = []
@@ -519,26 +723,62 @@ def _distinct_call_ids(
                 ids.append(part.id)
         content.append(part)
     shared = {call_id: ids for call_id, ids in shared.items() if len(ids) > 1}
-    if warnings is not None:
-        for call_id, ids in shared.items():
-            warnings.append(
-                warning(
-                    "tool_id_shared",
-                    f"{len(ids)} tool calls of one assistant message share the id "
-                    f"{call_id!r}; sent as {', '.join(map(repr, ids))}, its results "
-                    "taken by them in order",
-                    call_id=call_id,
-                )
-            )
     return msgspec.structs.replace(message, content=content), shared
 
 
-def _to_next_open_call(message: ToolMessage, ids: list[str], open_ids: set[str]) -> ToolMessage:
-    """A result of a shared id answers the first of its calls still open."""
-    for call_id in ids:
-        if call_id in open_ids:
-            return msgspec.structs.replace(message, call_id=call_id)
-    return message
+def _pair_shared_results(
+    window: Sequence[Message],
+    shared: dict[str, list[str]],
+    calls: dict[str, ToolCallPart],
+    warnings: list[WarningEvent],
+) -> list[str | None]:
+    """The call each result of a shared id answers, for those results in arrival order
+    (None: more results than calls; the extra one is an orphan).
+
+    Never a guess where the log decides (rule 8): a result naming its tool
+    (``ToolMessage.name``) answers the first open call of that name; the others take
+    the calls left, in call order. One ``tool_id_shared`` warning per shared id says
+    which it was (``paired_by``: ``name``, or ``order`` when any result could have
+    answered more than one call).
+    """
+    results = [m for m in window if type(m) is ToolMessage and m.call_id in shared]
+    left = {call_id: list(ids) for call_id, ids in shared.items()}
+    guessed: set[str] = set()
+    paired: list[str | None] = [None] * len(results)
+
+    def pair(index: int, candidates: list[str]) -> None:
+        shared_id = results[index].call_id
+        if len(candidates) > 1:
+            guessed.add(shared_id)
+        paired[index] = candidates[0]
+        left[shared_id].remove(candidates[0])
+
+    for index, result in enumerate(results):
+        if result.name is not None:
+            named = [c for c in left[result.call_id] if calls[c].name == result.name]
+            if named:
+                pair(index, named)
+    for index, result in enumerate(results):
+        if paired[index] is None and left[result.call_id]:
+            pair(index, left[result.call_id])
+    for call_id, ids in shared.items():
+        warnings.append(_shared_id_warning(call_id, ids, call_id in guessed))
+    return paired
+
+
+def _shared_id_warning(call_id: str, ids: list[str], guessed: bool) -> WarningEvent:
+    how = (
+        "in the order they came: nothing in the log says which answers which"
+        if guessed
+        else "by the tool each names"
+    )
+    return warning(
+        "tool_id_shared",
+        f"{len(ids)} tool calls of one assistant message share the id {call_id!r}; "
+        f"sent as {', '.join(map(repr, ids))}, its results paired with them {how}",
+        call_id=call_id,
+        paired_by="order" if guessed else "name",
+    )
 
 
 def _add_synthetic_results(
@@ -882,6 +1122,7 @@ class RenderRun:
         "provider",
         "sampling",
         "target",
+        "tool_names",
         "warnings",
     )
 
@@ -897,10 +1138,13 @@ class RenderRun:
         self.policy = policy or RenderPolicy()
         self.cache_marks = 0
         """Prompt-cache marks in the rendered history (after :meth:`history`)."""
+        self.tool_names: dict[str, str] = {}
+        """Tool names the target refuses → the names sent (:func:`map_tool_name`), from
+        the history and the declared tools; one warning names them all."""
         self.target = target_provenance(provider, api, header, self.policy)
         self.model: str = self.target.model or ""
         self.sampling, self.warnings = translate_sampling(
-            merged_sampling(header), header.api if header is not None else api, api
+            merged_sampling(header), header.api if header is not None else api, api, self.model
         )
         if (
             self.policy.model is None
@@ -929,15 +1173,26 @@ class RenderRun:
         cache: RenderCache | None,
         *cache_key: Any,
     ) -> list[dict[str, Any]]:
-        """The rendered history (``cache_key``: what else the groups depend on)."""
+        """The rendered history (``cache_key``: what else the groups depend on), its
+        tool calls under names the target takes."""
+        api = self.api
+
+        def render_named(group: Group, out: list[dict[str, Any]]) -> None:
+            _map_call_names(group, api)
+            render_group(group, out)
+
         wire, warnings, self.cache_marks = render_history(
             messages,
-            render_group,
+            render_named,
             self.policy,
             cache=cache,
             cache_key=(self.provider, self.api, self.model, self.policy, *cache_key),
         )
-        self.warnings.extend(warnings)
+        for event in warnings:  # the groups' name warnings become one (see finish)
+            if event.code == "tool_name_mapped" and event.details is not None:
+                self.tool_names.update(event.details["names"])
+            else:
+                self.warnings.append(event)
         return wire
 
     def tools(
@@ -946,17 +1201,19 @@ class RenderRun:
         convert: Callable[[ToolSpec], dict[str, Any] | None],
     ) -> list[dict[str, Any]]:
         """The header's tools for the target: a header of the target's own api sends
-        each tool's native definition unchanged; otherwise ``convert`` renders the
-        spec, and a spec it cannot render (None) is not offered, with a warning."""
+        each tool's native definition unchanged; otherwise (or when the target refuses
+        its name, :func:`map_tool_name`) ``convert`` renders the spec, and a spec it
+        cannot render (None) is not offered, with a warning."""
         if header is None:
             return []
         native_header = header.provider == self.provider and header.api == self.api
         tools = []
         unschemed: list[str] = []
         for spec in header.tools:
-            if native_header and spec.native is not None:
+            named = self._named_for_target(spec)
+            if named is spec and native_header and spec.native is not None:
                 tools.append(dict(spec.native))
-            elif (tool := convert(spec)) is not None:
+            elif (tool := convert(named)) is not None:
                 tools.append(tool)
                 if spec.kind == "function" and spec.input_schema is None:
                     unschemed.append(spec.name)
@@ -978,28 +1235,17 @@ class RenderRun:
                     tools=unschemed,
                 )
             )
-        self._check_tool_names(header)
         return tools
 
-    def _check_tool_names(self, header: RequestHeaderEvent) -> None:
-        """A tool name the target refuses (its characters, its length) is named in a
-        warning: renaming a tool would also rename what the model calls it back."""
-        pattern = _TOOL_NAME[self.api]
-        refused = [
-            spec.name
-            for spec in header.tools
-            if spec.kind != "server" and not pattern.fullmatch(spec.name)
-        ]
-        if refused:
-            self.warnings.append(
-                warning(
-                    "tool_name_refused",
-                    f"{self.provider}/{self.api} takes tool names matching "
-                    f"{pattern.pattern}; these do not and the request will be refused: "
-                    f"{', '.join(map(repr, refused))}",
-                    tools=refused,
-                )
-            )
+    def _named_for_target(self, spec: ToolSpec) -> ToolSpec:
+        """``spec`` under the name the target takes (a server tool keeps its own)."""
+        if spec.kind == "server":
+            return spec
+        name = map_tool_name(spec.name, self.api)
+        if name == spec.name:
+            return spec
+        self.tool_names[spec.name] = name
+        return msgspec.structs.replace(spec, name=name)
 
     def add_settings(self, kwargs: dict[str, Any], history_keys: frozenset[str]) -> None:
         """The translated settings, except the keys the request builds itself."""
@@ -1021,6 +1267,8 @@ class RenderRun:
                     "the history holds no message to send; the API refuses a request without one",
                 )
             )
+        if self.tool_names:
+            self.warnings.append(_names_mapped(self.tool_names, self.api))
         if warnings is not None:
             warnings.extend(self.warnings)
         return split_create_kwargs(kwargs, accepted)
@@ -1035,14 +1283,6 @@ def merged_sampling(header: RequestHeaderEvent | None) -> dict[str, Any]:
         return {}
     return {**header.adapter_defaults, **header.sampling}
 
-
-_TOOL_NAME = {
-    "messages": re.compile(r"[a-zA-Z0-9_-]{1,128}"),
-    "chat": re.compile(r"[a-zA-Z0-9_-]{1,64}"),
-    "responses": re.compile(r"[a-zA-Z0-9_-]{1,64}"),
-}
-"""The tool names each api takes (Anthropic's API errors quote its pattern; OpenAI's
-function definitions say "a-z, A-Z, 0-9, underscores and dashes, at most 64")."""
 
 _MAX_TOKENS_KEY = {
     "messages": "max_tokens",
@@ -1075,6 +1315,8 @@ def _neutral_tool_choice(api: str | None, choice: Any) -> Any:
 def _native_tool_choice(api: str, choice: Any) -> Any:
     if choice is None:
         return None
+    if isinstance(choice, dict) and isinstance(choice.get("name"), str):
+        choice = {"name": map_tool_name(choice["name"], api)}  # as the tool is declared
     if api == "messages":
         if isinstance(choice, dict):
             return {"type": "tool", "name": choice["name"]}
@@ -1102,17 +1344,37 @@ def _reasoning_effort(api: str | None, sampling: dict[str, Any]) -> str | None:
 
 
 def translate_sampling(
-    sampling: dict[str, Any], source_api: str | None, target_api: str
+    sampling: dict[str, Any],
+    source_api: str | None,
+    target_api: str,
+    target_model: str | None = None,
 ) -> tuple[dict[str, Any], list[WarningEvent]]:
     """A header's settings for another api: the portable ones translated, the rest dropped.
 
     Portable: temperature, top_p, stream, the output-token limit, stop sequences,
     tool_choice and the reasoning level (Anthropic ``thinking`` budget, Chat
     ``reasoning_effort``, Responses ``reasoning.effort``). Each dropped setting is
-    named in a ``setting_dropped`` warning.
+    named in a ``setting_dropped`` warning, and so is one the target model's family
+    does not take (:data:`_MODEL_REFUSES`), whatever api the settings came from.
     """
+    warnings: list[WarningEvent] = []
     if source_api == target_api:
-        return dict(sampling), []
+        out = dict(sampling)
+        _drop_refused_by_model(out, target_api, target_model, warnings)
+        return out, warnings
+    out = _translated_sampling(sampling, source_api, target_api, warnings)
+    _drop_refused_by_model(out, target_api, target_model, warnings)
+    if "thinking" in out:  # translated from a reasoning effort
+        _fit_thinking(out, warnings)
+    return out, warnings
+
+
+def _translated_sampling(
+    sampling: dict[str, Any],
+    source_api: str | None,
+    target_api: str,
+    warnings: list[WarningEvent],
+) -> dict[str, Any]:
     out: dict[str, Any] = {key: sampling[key] for key in _PORTABLE if key in sampling}
     used = set(out)
     source_max = _MAX_TOKENS_KEY.get(source_api or "", "max_tokens")
@@ -1136,11 +1398,11 @@ def translate_sampling(
             used.add("tool_choice")
     effort = _reasoning_effort(source_api, sampling)
     used.update(("thinking", "reasoning", "reasoning_effort"))
-    warnings: list[WarningEvent] = []
     if effort is not None:
         if target_api == "messages":
             if effort != "none":  # "none" is no reasoning: thinking stays off
-                _enable_thinking(out, _EFFORT_BUDGET.get(effort, 8192), warnings)
+                budget = _EFFORT_BUDGET.get(effort, 8192)
+                out["thinking"] = {"type": "enabled", "budget_tokens": budget}
         elif target_api == "chat":
             out["reasoning_effort"] = effort
         else:
@@ -1154,16 +1416,78 @@ def translate_sampling(
                 settings=dropped,
             )
         )
-    return out, warnings
+    return out
 
 
-def _enable_thinking(out: dict[str, Any], budget: int, warnings: list[WarningEvent]) -> None:
+_OPENAI_REASONING_MODELS = re.compile(r"(o1|o3|o4|gpt-5(?!(\.\d+)?-chat))")
+"""OpenAI's reasoning families (the ones Chat's ``system_role`` gives ``developer``),
+less the ``gpt-5*-chat`` models, which do not reason."""
+_OPENAI_PLAIN_MODELS = re.compile(r"(gpt-4|gpt-3\.5|chatgpt-)")
+"""OpenAI families without reasoning (gpt-4o, gpt-4.1, ...)."""
+_CLAUDE_PLAIN_MODELS = re.compile(r"claude-(instant|2|3-opus|3-sonnet|3-haiku|3-5-)")
+"""Claude families without extended thinking (3.7 and the 4 families have it)."""
+
+_NOT_FOR_REASONING_MODELS = (
+    "temperature",
+    "top_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "logprobs",
+    "top_logprobs",
+    "logit_bias",
+)
+_MODEL_REFUSES: tuple[tuple[str, re.Pattern[str], tuple[str, ...], str], ...] = (
+    ("chat", _OPENAI_PLAIN_MODELS, ("reasoning_effort",), "it does not reason"),
+    ("responses", _OPENAI_PLAIN_MODELS, ("reasoning",), "it does not reason"),
+    ("chat", _OPENAI_REASONING_MODELS, _NOT_FOR_REASONING_MODELS, "a reasoning model"),
+    ("responses", _OPENAI_REASONING_MODELS, _NOT_FOR_REASONING_MODELS, "a reasoning model"),
+    ("messages", _CLAUDE_PLAIN_MODELS, ("thinking",), "it has no extended thinking"),
+)
+"""Settings a model family refuses with HTTP 400 (api, model family matched at the start
+of the name, settings, why). OpenAI: "Unrecognized request argument supplied:
+reasoning_effort" (gpt-4o); "Unsupported value: 'temperature' does not support 0.2 with
+this model", "Unsupported parameter: 'top_p'" (o-series, gpt-5). An unknown model
+(another server's) takes every setting."""
+
+
+def _drop_refused_by_model(
+    out: dict[str, Any], api: str, model: str | None, warnings: list[WarningEvent]
+) -> None:
+    """Leave out the settings the target model's family refuses, with a
+    ``setting_dropped`` warning naming them and the model."""
+    if model is None:
+        return
+    for refusing_api, family, settings, why in _MODEL_REFUSES:
+        if refusing_api != api or not family.match(model):
+            continue
+        refused = [key for key in settings if key in out and _is_refused(key, out[key])]
+        for key in refused:
+            del out[key]
+        if refused:
+            warnings.append(
+                warning(
+                    "setting_dropped",
+                    f"{model} does not take {', '.join(refused)} ({why}): not sent",
+                    settings=refused,
+                    model=model,
+                )
+            )
+
+
+def _is_refused(key: str, value: Any) -> bool:
+    """Whether the family refuses this value of a setting it does not take: thinking
+    switched off is the default, which every Claude takes."""
+    return not (key == "thinking" and isinstance(value, dict) and value.get("type") == "disabled")
+
+
+def _fit_thinking(out: dict[str, Any], warnings: list[WarningEvent]) -> None:
     """Anthropic thinking for a translated reasoning effort, unless a setting it cannot
     go with wins: a forced tool choice keeps the request's flow (thinking is left off);
     a temperature (or a ``top_p`` under 0.95), which thinking does not take, is left out.
     """
     choice = out.get("tool_choice")
     if isinstance(choice, dict) and choice.get("type") in ("any", "tool"):
+        del out["thinking"]
         warnings.append(
             warning(
                 "setting_conflict",
@@ -1173,7 +1497,7 @@ def _enable_thinking(out: dict[str, Any], budget: int, warnings: list[WarningEve
             )
         )
         return
-    out["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    budget = out["thinking"]["budget_tokens"]
     out["max_tokens"] = max(int(out.get("max_tokens") or 0), budget + 4096)
     conflicting = [
         key
@@ -1324,7 +1648,44 @@ def add_openai_users(
         elif user.instruction_role is None:
             out.append({"role": "user", "content": content})
         else:
-            out.append({"role": instruction_role(user.instruction_role), "content": content})
+            _add_instruction(user, instruction_role(user.instruction_role), content, out, group)
+
+
+_TEXT_ONLY_INSTRUCTION_PARTS = frozenset({"image_url", "input_audio", "file"})
+"""Chat Completions' content parts other than text: its ``system`` and ``developer``
+messages take text parts only (``ChatCompletionSystemMessageParam``,
+``ChatCompletionDeveloperMessageParam``). Responses instruction messages take images
+and files (``input_image``, ``input_file``: not named here), so this is Chat's quirk."""
+
+
+def _add_instruction(
+    user: UserMessage,
+    role: str,
+    content: str | list[dict[str, Any]],
+    out: list[dict[str, Any]],
+    group: Group,
+) -> None:
+    """An instruction message; media its role cannot carry (Chat) follow it in a user
+    message of their own, so the model still sees them, right where they were."""
+    if isinstance(content, str) or not any(
+        part.get("type") in _TEXT_ONLY_INSTRUCTION_PARTS for part in content
+    ):
+        out.append({"role": role, "content": content})
+        return
+    texts = [part for part in content if part.get("type") not in _TEXT_ONLY_INSTRUCTION_PARTS]
+    media = [part for part in content if part.get("type") in _TEXT_ONLY_INSTRUCTION_PARTS]
+    if texts:
+        out.append({"role": role, "content": texts})
+    label = f"Attachments of the {user.instruction_role} message above:"
+    out.append({"role": "user", "content": [{"type": "text", "text": label}, *media]})
+    group.warnings.append(
+        warning(
+            "instruction_media_moved",
+            f"{user.instruction_role} message at seq {user.seq}: {len(media)} attachment(s) "
+            f"sent in a user message after it (a {role} message takes text only)",
+            seq=user.seq,
+        )
+    )
 
 
 def instruction_as_user(user: UserMessage, target: str) -> WarningEvent:

@@ -51,7 +51,6 @@ if TYPE_CHECKING:
 __all__ = ["OpenWork", "find_open_work", "repair", "repair_log"]
 
 
-
 @dataclass
 class OpenWork:
     """What a session left open, in the order it was opened."""

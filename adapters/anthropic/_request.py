@@ -6,12 +6,20 @@ body (its ``system``, ``tools``, settings and ``messages``) back into Universal 
 The shared rules live in :mod:`adapters._render`; the Anthropic-specific ones are here:
 
 * rule 3: with ``thinking`` on, when the request continues a tool loop (the last
-  assistant message is followed only by tool results) that assistant message must
-  start with a ``thinking`` / ``redacted_thinking`` block; otherwise thinking is turned
-  off for this request (``thinking_disabled`` warning) or, by policy, an error;
+  assistant message is followed only by tool results) the final assistant turn must
+  start with a ``thinking`` / ``redacted_thinking`` block. That turn is what the API
+  sees as one: consecutive assistant messages (which it joins) and the tool loop's
+  messages, back to the last user message that is not tool results; its first
+  assistant message is the one checked. Otherwise thinking is turned off for this
+  request (``thinking_disabled`` warning) or, by policy, an error;
 * rule 7: all tool results of an assistant message go in one user message, before
   any user text of the same window;
-* rule 8: no empty or whitespace-only text blocks;
+* rule 8: no empty or whitespace-only text blocks; a history ending on an assistant
+  message (a prefill) loses the trailing whitespace of its last text block
+  (``trailing_whitespace_trimmed`` warning);
+* documents: base64 ones only as PDF; ``text/*`` ones decoded into a plain-text
+  source, other types dropped (``document_dropped``); file ids only when Anthropic
+  issued them (``file_`` ids; others dropped with a warning);
 * rule 10: ``cache_control`` kept on text, image, document, tool_use and tool_result
   blocks and on the blocks inside a tool result (never on thinking blocks, which
   cannot carry it); at most four marks in a request, the earliest message marks
@@ -21,6 +29,7 @@ The shared rules live in :mod:`adapters._render`; the Anthropic-specific ones ar
 
 from __future__ import annotations
 
+import base64
 import functools
 from collections.abc import Sequence
 from typing import Any, assert_never
@@ -127,6 +136,7 @@ def render_request(
     run.add_settings(kwargs, _HISTORY_KEYS)
     kwargs.setdefault("max_tokens", run.policy.default_max_tokens)
     _check_thinking_start(kwargs, run.policy, run.warnings)
+    _trim_final_assistant(wire, run.warnings)
     _limit_cache_marks(kwargs, run.cache_marks, run.warnings)
     if wire and wire[0]["role"] != "user":
         run.warnings.append(
@@ -410,10 +420,12 @@ class _GroupRenderer(GroupRenderer):
 def _check_thinking_start(
     kwargs: dict[str, Any], policy: RenderPolicy, warnings: list[WarningEvent]
 ) -> None:
-    """Rule 3: a tool loop continued with thinking on must end on a thinking-led turn.
+    """Rule 3: a tool loop continued with thinking on must be in a thinking-led turn.
 
     The API answers 400 "Expected `thinking` or `redacted_thinking`, but found `text`"
-    otherwise (openai-agents-python#1704, pydantic-ai#2040, litellm#9020).
+    otherwise (openai-agents-python#1704, pydantic-ai#2040, litellm#9020). The turn is
+    the final assistant turn as the API sees it (:func:`_final_turn_start`), so the
+    message checked is its first one, not merely the last assistant message.
     """
     thinking = kwargs.get("thinking")
     if not isinstance(thinking, dict) or thinking.get("type") not in ("enabled", "adaptive"):
@@ -427,11 +439,8 @@ def _check_thinking_start(
     after = history[last_assistant + 1 :]
     # The API joins consecutive user messages: what follows the assistant turn starts
     # with the first one's first block.
-    continues_loop = not after or (
-        isinstance(after[0]["content"], list)
-        and after[0]["content"][0].get("type") == "tool_result"
-    )
-    first = history[last_assistant]["content"][0]
+    continues_loop = not after or _opens_with_tool_result(after[0])
+    first = history[_final_turn_start(history, last_assistant)]["content"][0]
     if not continues_loop or first.get("type") in ("thinking", "redacted_thinking"):
         return
     if policy.thinking_fallback == "error":
@@ -445,6 +454,61 @@ def _check_thinking_start(
             "thinking_disabled",
             "thinking turned off for this request: the last assistant turn of the tool "
             f"loop starts with {first.get('type')!r}, not a replayable thinking block",
+        )
+    )
+
+
+def _final_turn_start(history: list[dict[str, Any]], last_assistant: int) -> int:
+    """The first wire message of the assistant turn that ends at ``last_assistant``.
+
+    The API joins consecutive messages of one role into one turn, and a tool loop is
+    one assistant turn ("a tool-use loop is one assistant turn"): going back from the
+    last assistant message, the turn goes on over assistant messages and over user
+    messages whose joined content opens with tool results; it ends at a user message
+    that opens with anything else (a new prompt).
+    """
+    start = index = last_assistant
+    while index > 0:
+        index -= 1
+        if history[index]["role"] == "assistant":
+            start = index
+            continue
+        first_user = index
+        while first_user > 0 and history[first_user - 1]["role"] == "user":
+            first_user -= 1
+        if first_user == 0 or not _opens_with_tool_result(history[first_user]):
+            break
+        index = first_user
+    return start
+
+
+def _opens_with_tool_result(message: dict[str, Any]) -> bool:
+    content = message["content"]
+    return isinstance(content, list) and bool(content) and content[0].get("type") == "tool_result"
+
+
+def _trim_final_assistant(history: list[dict[str, Any]], warnings: list[WarningEvent]) -> None:
+    """A history that ends on an assistant message (a reply cut short, resumed) sends
+    it as a prefill, which the API refuses when it ends in whitespace ("final
+    assistant content cannot end with trailing whitespace"): the trailing whitespace
+    of its last block, when that is text, is removed. Blank text blocks are never
+    rendered (rule 8), so the block keeps some text. The message and block are
+    copied: the rendered blocks may be shared with the session's render cache."""
+    if not history or history[-1]["role"] != "assistant":
+        return
+    content = history[-1]["content"]
+    last = content[-1] if content else None
+    if last is None or last.get("type") != "text" or not last["text"][-1:].isspace():
+        return
+    text = last["text"].rstrip()
+    if not text:  # never an empty block (rule 8); rendered blocks are never blank
+        return
+    history[-1] = {**history[-1], "content": [*content[:-1], {**last, "text": text}]}
+    warnings.append(
+        warning(
+            "trailing_whitespace_trimmed",
+            "the history ends on an assistant message whose text ends in whitespace; "
+            "Anthropic refuses such a final assistant message: the whitespace was removed",
         )
     )
 
@@ -483,6 +547,8 @@ def _image_block(part: ImagePart, warnings: list[WarningEvent]) -> dict[str, Any
     elif part.url is not None:
         source = {"type": "url", "url": part.url}
     elif part.file_id is not None:
+        if not _issued_here(part.file_id, "image", warnings):
+            return None
         source = {"type": "file", "file_id": part.file_id}
     else:
         warnings.append(warning("image_dropped", "image part with no url, data or file id"))
@@ -491,21 +557,21 @@ def _image_block(part: ImagePart, warnings: list[WarningEvent]) -> dict[str, Any
 
 
 def _document_block(part: DocumentPart, warnings: list[WarningEvent]) -> dict[str, Any] | None:
-    source: dict[str, Any]
+    source: dict[str, Any] | None
     if part.text is not None:
         source = {"type": "text", "media_type": "text/plain", "data": part.text}
     elif part.data is not None:
-        source = {
-            "type": "base64",
-            "media_type": part.media_type or "application/pdf",
-            "data": part.data,
-        }
+        source = _inline_document(part.data, part.media_type, warnings)
     elif part.url is not None:
         source = {"type": "url", "url": part.url}
     elif part.file_id is not None:
+        if not _issued_here(part.file_id, "document", warnings):
+            return None
         source = {"type": "file", "file_id": part.file_id}
     else:
         warnings.append(warning("document_dropped", "document part with no content"))
+        return None
+    if source is None:
         return None
     block: dict[str, Any] = {"type": "document", "source": source}
     for key in ("title", "context"):
@@ -514,6 +580,61 @@ def _document_block(part: DocumentPart, warnings: list[WarningEvent]) -> dict[st
     if part.citations_enabled is not None:
         block["citations"] = {"enabled": part.citations_enabled}
     return block
+
+
+_FILE_ID_PREFIX = "file_"
+"""Ids of Anthropic's Files API (``file_011CNha8iCJcU1wXNR6q4V8w``). A part does not
+say which provider issued its file id, so the prefix does: OpenAI's ids start with
+``file-``, and no id of another form was issued here."""
+
+
+def _issued_here(file_id: str, kind: str, warnings: list[WarningEvent]) -> bool:
+    """Whether a file id can be Anthropic's; one that cannot (another provider's file,
+    which Anthropic does not know) is dropped with an ``image_dropped`` /
+    ``document_dropped`` warning."""
+    if file_id.startswith(_FILE_ID_PREFIX):
+        return True
+    warnings.append(
+        warning(
+            f"{kind}_dropped",
+            f"{kind} by file id {file_id!r}, which is not an Anthropic file id (another "
+            "provider's file): Anthropic cannot read it; dropped",
+            file_id=file_id,
+        )
+    )
+    return False
+
+
+def _inline_document(
+    data: str, media_type: str | None, warnings: list[WarningEvent]
+) -> dict[str, Any] | None:
+    """A document's base64 bytes as a source: Anthropic takes base64 PDFs only, and
+    plain text as a ``text`` source. So ``text/*`` (CSV, Markdown...) is decoded and
+    sent as text; any other type is dropped with a ``document_dropped`` warning. No
+    media type is taken to be a PDF (what OpenAI's file parts mostly carry)."""
+    kind = (media_type or "application/pdf").split(";")[0].strip().lower()
+    if kind == "application/pdf":
+        return {"type": "base64", "media_type": "application/pdf", "data": data}
+    text = _decoded_text(data) if kind.startswith("text/") else None
+    if text is None or is_blank(text):
+        why = "not UTF-8 text" if kind.startswith("text/") else "only PDF and plain text"
+        warnings.append(
+            warning(
+                "document_dropped",
+                f"{kind} document: Anthropic takes {why} as a document; dropped",
+                media_type=kind,
+            )
+        )
+        return None
+    return {"type": "text", "media_type": "text/plain", "data": text}
+
+
+def _decoded_text(data: str) -> str | None:
+    """Base64 bytes as UTF-8 text, or None when they are not."""
+    try:
+        return base64.b64decode(data, validate=True).decode("utf-8")
+    except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
+        return None
 
 
 def _function_tool(spec: ToolSpec) -> dict[str, Any] | None:

@@ -13,8 +13,9 @@ body back into Universal Events. Chat-specific rules:
 * rule 11: the system prompt is the first message, role ``system`` or ``developer``
   (:attr:`~adapters._render.RenderPolicy.chat_system_role`).
 * reasoning: OpenAI's Chat API takes no reasoning back; same-origin reasoning is sent
-  as ``reasoning_content`` only when the policy asks (compatible servers), foreign
-  reasoning follows the foreign-reasoning policy.
+  as ``reasoning_content`` only when the policy asks (compatible servers; an assistant
+  turn of reasoning alone then goes with an empty ``content``, which Chat requires
+  without tool calls), foreign reasoning follows the foreign-reasoning policy.
 * failed tool results: a ``tool`` message has no error flag (its fields are
   ``role``, ``tool_call_id``, ``content``), so a failed result (``is_error``, and the
   synthetic "interrupted" result of rule 6) starts with :data:`TOOL_ERROR_MARKER`
@@ -33,6 +34,8 @@ import json
 import re
 from collections.abc import Sequence
 from typing import Any, assert_never
+
+import msgspec
 
 from adapters._base import dict_or_none, str_or_none, text_value
 from adapters._render import (
@@ -89,7 +92,17 @@ from universal_event.parts import (
     UserPart,
 )
 
-__all__ = ["TOOL_ERROR_MARKER", "parse_request", "render_request", "system_role"]
+__all__ = [
+    "TOOL_ERROR_MARKER",
+    "dropped_document",
+    "error_text",
+    "foreign_file_id",
+    "openai_document",
+    "parse_request",
+    "render_request",
+    "system_role",
+    "without_error_mark",
+]
 
 PROVIDER = "openai"
 API = "chat"
@@ -98,7 +111,13 @@ _HISTORY_KEYS = frozenset({"messages", "tools", "model"})
 _DEVELOPER_MODELS = re.compile(r"^(o1|o3|o4|gpt-5)")
 _IDS = CHAT_TOOL_IDS.memo  # tool-call ids already mapped (rule 5)
 TOOL_ERROR_MARKER = "[tool error]"
-"""Opens the text of a failed tool result (Chat has no error flag; see the module doc)."""
+"""Opens the text of a failed tool result (Chat has no error flag; see the module doc).
+Responses outputs have no error flag either and carry the same mark."""
+_ANTHROPIC_FILE_ID = "file_"
+"""Anthropic's Files API ids (``file_011CNha8iCJcU1wXNR6q4V8w``). Parts do not say
+which provider issued their file id, so the prefix tells: OpenAI's ids are ``file-...``
+(Azure's ``assistant-...``, compatible servers mint their own), and a ``file_`` id is
+another provider's, which OpenAI cannot read."""
 
 
 @functools.cache
@@ -180,11 +199,15 @@ class _GroupRenderer(GroupRenderer):
                     texts.append(part.text)
             else:
                 self.other_part(part, message, texts, refusals, reasoning, warnings)
-        if not (texts or refusals or calls):
+        if not (texts or refusals or calls or reasoning):
             return None
         rendered: dict[str, Any] = {"role": "assistant"}
         if texts:
             rendered["content"] = texts[0] if len(texts) == 1 else "\n\n".join(texts)
+        elif not (refusals or calls):
+            # reasoning only (a turn cut after its reasoning): Chat wants ``content``
+            # unless there are tool calls, so an empty one carries the reasoning
+            rendered["content"] = ""
         if refusals:
             rendered["refusal"] = "\n\n".join(refusals)
         if reasoning:
@@ -242,9 +265,43 @@ def _tool_call(part: ToolCallPart) -> dict[str, Any]:
     }
 
 
-def _error_text(text: str) -> str:
+def error_text(text: str) -> str:
     """A failed result's text behind :data:`TOOL_ERROR_MARKER` (see the module doc)."""
     return f"{TOOL_ERROR_MARKER} {text}" if text else TOOL_ERROR_MARKER
+
+
+def without_error_mark(text: str) -> str | None:
+    """The reverse of :func:`error_text`: the text without the mark, or None when it
+    does not open with it (a result that did not fail)."""
+    if text == TOOL_ERROR_MARKER or text.startswith(TOOL_ERROR_MARKER + " "):
+        return text[len(TOOL_ERROR_MARKER) + 1 :]
+    return None
+
+
+def openai_document(part: DocumentPart) -> dict[str, Any] | None:
+    """:func:`~adapters._render.openai_file` (both OpenAI APIs' file part) without a
+    file id another provider issued: a file id goes only to its own provider. The
+    document's bytes, if it has them, go instead; None when nothing is left."""
+    if foreign_file_id(part.file_id):
+        part = msgspec.structs.replace(part, file_id=None)
+    return openai_file(part)
+
+
+def foreign_file_id(file_id: str | None) -> bool:
+    """Whether a part's file id is another provider's (an Anthropic ``file_`` id),
+    which the OpenAI APIs cannot read."""
+    return file_id is not None and file_id.startswith(_ANTHROPIC_FILE_ID)
+
+
+def dropped_document(part: DocumentPart, target: str) -> WarningEvent:
+    """The warning for a document the OpenAI APIs cannot take."""
+    if foreign_file_id(part.file_id):
+        why = f"by file id {part.file_id!r}, which another provider issued,"
+    else:
+        why = "by URL" if part.url is not None else "without content"
+    return warning(
+        "document_dropped", f"document {why} has no {target} form; dropped", file_id=part.file_id
+    )
 
 
 def _tool_message(
@@ -255,7 +312,7 @@ def _tool_message(
     parts = result.content
     if len(parts) == 1 and type(parts[0]) is TextPart:  # the common case
         text = parts[0].text
-        content = _error_text(text) if result.is_error else text
+        content = error_text(text) if result.is_error else text
         return {"role": "tool", "tool_call_id": call_id, "content": content}
     texts = [p.text for p in parts if isinstance(p, TextPart) and not is_blank(p.text)]
     media = [
@@ -268,7 +325,7 @@ def _tool_message(
         moved.extend(media)
         texts.append("(attachments follow in the next user message)")
     if result.is_error:
-        texts[:1] = [_error_text(texts[0] if texts else "")]
+        texts[:1] = [error_text(texts[0] if texts else "")]
     tool_content: str | list[dict[str, Any]]
     if len(texts) == 1:
         tool_content = texts[0]
@@ -294,9 +351,9 @@ def _user_part(part: UserPart, warnings: list[WarningEvent]) -> dict[str, Any] |
     if isinstance(part, DocumentPart):
         if part.text is not None:
             return {"type": "text", "text": part.text}
-        file = openai_file(part)
+        file = openai_document(part)
         if file is None:
-            warnings.append(warning("document_dropped", "document by URL has no Chat form"))
+            warnings.append(dropped_document(part, "Chat"))
             return None
         return {"type": "file", "file": file}
     assert_never(part)
@@ -414,11 +471,10 @@ def _parse_tool_message(message: dict[str, Any]) -> ToolResultEvent:
     """A ``tool`` message; a text opening with :data:`TOOL_ERROR_MARKER` is a failure."""
     content = message.get("content")
     texts = [content] if isinstance(content, str) else [_text_of([p]) for p in content or []]
-    failed = bool(texts) and (
-        texts[0] == TOOL_ERROR_MARKER or texts[0].startswith(TOOL_ERROR_MARKER + " ")
-    )
-    if failed:
-        texts[0] = texts[0][len(TOOL_ERROR_MARKER) + 1 :]
+    unmarked = without_error_mark(texts[0]) if texts else None
+    failed = unmarked is not None
+    if unmarked is not None:
+        texts[0] = unmarked
     return ToolResultEvent(
         call_id=text_value(message["tool_call_id"]),
         content=[TextPart(text=text) for text in texts],

@@ -6,15 +6,23 @@
 Universal Events. Responses-specific rules:
 
 * rule 4: a ``reasoning`` item is replayed only to the same provider/api/model, only
-  with its ``rs_`` id, only when an item follows it in the same assistant message
-  (an ``rs_`` item without its following item fails: vercel/ai#7099), and, with
-  ``store=false``, only with its ``encrypted_content`` (else "item not found",
-  opencode#7724). ``summary`` is always present, ``[]`` when empty (Agora#141). When
-  any reasoning of a message is not replayed, the message's ``fc_`` / ``msg_`` item ids
-  are left out too (an ``fc_`` item without its ``rs_`` fails: mastra#8738).
+  with its ``rs_`` id, only when an item follows it in the same assistant message and
+  that item goes back with its own ``msg_`` / ``fc_`` id (an ``rs_`` item without its
+  following item fails: vercel/ai#7099, and an id-less item does not count: recorded
+  in fixtures/recorded/openai-responses/error_400_invalid_encrypted_reasoning_history),
+  and, with ``store=false``, only with its ``encrypted_content`` (else "item not
+  found", opencode#7724). ``summary`` is always present, ``[]`` when empty
+  (Agora#141). When any reasoning of a message is not replayed, the message's
+  ``fc_`` / ``msg_`` item ids are left out too (an ``fc_`` item without its ``rs_``
+  fails: mastra#8738).
 * rule 5: ``call_id`` carries the (mapped) tool-call id; the ``fc_`` item ``id`` is a
   different thing, sent only back to its origin.
 * rule 11: the system prompt goes in ``instructions``.
+* failed tool results: a tool output has no error flag, so a failed one opens with
+  Chat's :data:`~adapters.openai_chat._request.TOOL_ERROR_MARKER` (and a space), and
+  ``parse_request`` reverses it, as Chat's does.
+* file ids go only to the provider that issued them: an Anthropic ``file_`` id is not
+  sent (:func:`~adapters.openai_chat._request.openai_document`).
 """
 
 from __future__ import annotations
@@ -39,7 +47,6 @@ from adapters._render import (
     is_blank,
     json_arguments,
     map_tool_call_id,
-    openai_file,
     parse_arguments,
     parse_data_url,
     parse_header,
@@ -52,6 +59,14 @@ from adapters._render import (
     source,
     unknown_role,
     warning,
+)
+from adapters.openai_chat._request import (
+    TOOL_ERROR_MARKER,
+    dropped_document,
+    error_text,
+    foreign_file_id,
+    openai_document,
+    without_error_mark,
 )
 from universal_event.events import (
     AssistantMessageEvent,
@@ -142,6 +157,11 @@ class _GroupRenderer(GroupRenderer):
         calls = group.calls
         for result in group.results:
             parts = result.content
+            output = (
+                parts[0].text
+                if len(parts) == 1 and type(parts[0]) is TextPart  # the common case
+                else _output(parts, warnings)
+            )
             out.append(
                 {
                     # every result (synthetic ones too) answers a call of this group
@@ -150,35 +170,56 @@ class _GroupRenderer(GroupRenderer):
                     else "function_call_output",
                     "call_id": _IDS.get(result.call_id)
                     or map_tool_call_id(result.call_id, RESPONSES_TOOL_IDS),
-                    "output": parts[0].text
-                    if len(parts) == 1 and type(parts[0]) is TextPart  # the common case
-                    else _output(parts, warnings),
+                    "output": _failed_output(output) if result.is_error else output,
                 }
             )
         add_openai_users(group, _input_part, out, _same_role)
 
-    def replayable(self, part: ThinkingPart, message: AssistantMessage) -> bool:
-        """Rule 4: same origin, an ``rs_`` id, and encrypted content unless the API
-        keeps the items (``store`` not false)."""
-        if not self.native(reasoning_origin(part, message)) or not part.id:
-            return False
-        return part.encrypted_content is not None or self.stored
+    def unreplayable(self, part: ThinkingPart, message: AssistantMessage, index: int) -> str | None:
+        """Rule 4: why a reasoning part (``message.content[index]``) cannot go back as
+        a reasoning item, or None when it can: same origin, an ``rs_`` id, encrypted
+        content unless the API keeps the items (``store`` not false), and an item after
+        it that goes back with its own id (an ``rs_`` item followed by an id-less item
+        is refused: "provided without its required following item", recorded in
+        fixtures/recorded/openai-responses/error_400_invalid_encrypted_reasoning_history)."""
+        if not self.native(reasoning_origin(part, message)):
+            return "other origin"
+        if not part.id:
+            return "no rs_ id"
+        if part.encrypted_content is None and not self.stored:
+            return "store=false without encrypted_content"
+        # not a blank text, which is not sent: a cut turn's last reasoning has none
+        following = next((p for p in message.content[index + 1 :] if _is_item(p)), None)
+        if following is None:
+            return "no item follows it"
+        if not self.keeps_id(following, message):
+            return f"the {type(following).__name__} after it has no item id"
+        return None
+
+    def keeps_id(self, part: AssistantPart, message: AssistantMessage) -> bool:
+        """Whether an item goes back with its own id (when the message's ids do)."""
+        if isinstance(part, ServerToolCallPart | ServerToolResultPart):
+            origin = part.provenance or message.provenance
+            return (
+                origin is not None
+                and (origin.provider, origin.api) == (self.target.provider, self.target.api)
+                and bool(part.native.get("id"))
+            )
+        return isinstance(part, TextPart | RefusalPart | ToolCallPart) and part.item_id is not None
 
     def assistant_items(
         self, message: AssistantMessage, items: list[dict[str, Any]], warnings: list[WarningEvent]
     ) -> None:
         content = message.content
-        # rule 4: a reasoning part is replayable with an item after it (not a blank
-        # text, which is not sent: a cut turn's last reasoning has none) ...
-        replayable = [
-            self.replayable(part, message) and any(map(_is_item, content[index + 1 :]))
+        refused = {
+            index: self.unreplayable(part, message, index)
             for index, part in enumerate(content)
             if type(part) is ThinkingPart
-        ]
-        # ... fc_ / msg_ ids go back only to their origin, with all its reasoning, and
+        }
+        # fc_ / msg_ ids go back only to their origin, with all its reasoning, and
         # without their ids no reasoning item goes back either
-        keep_ids = self.native(message.provenance) and all(replayable)
-        for part in content:
+        keep_ids = self.native(message.provenance) and not any(refused.values())
+        for index, part in enumerate(content):
             if isinstance(part, ToolCallPart):
                 items.append(_call_item(part, keep_ids))
             elif isinstance(part, TextPart | RefusalPart):
@@ -187,16 +228,12 @@ class _GroupRenderer(GroupRenderer):
                 if keep_ids:  # every reasoning part of the message is replayable
                     items.append(_reasoning_item(part))
                     continue
-                text = foreign_reasoning(
-                    part,
-                    message,
-                    self.target,
-                    self.policy,
-                    warnings,
-                    "other origin, no rs_ id, no following item, store=false without "
-                    "encrypted_content, or another reasoning item of the message is not "
-                    "replayable",
+                why = refused[index] or (
+                    "another reasoning item of the message is not replayable"
+                    if any(refused.values())
+                    else "its message is from another origin"
                 )
+                text = foreign_reasoning(part, message, self.target, self.policy, warnings, why)
                 if text is not None:
                     items.append({"role": "assistant", "content": text})
             elif isinstance(part, ServerToolCallPart | ServerToolResultPart):
@@ -303,28 +340,53 @@ def _output(
     return [r for part in parts if (r := _input_part(part, warnings)) is not None]
 
 
+def _failed_output(output: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """A failed result's output (Responses has no error flag): marked as Chat marks a
+    failed tool message, :data:`TOOL_ERROR_MARKER` opening its text; parts open with
+    a text part that carries it."""
+    if isinstance(output, str):
+        return error_text(output)
+    if output and output[0]["type"] == "input_text":
+        return [{**output[0], "text": error_text(output[0]["text"])}, *output[1:]]
+    return [{"type": "input_text", "text": TOOL_ERROR_MARKER}, *output]
+
+
 def _input_part(part: ResultPart, warnings: list[WarningEvent]) -> dict[str, Any] | None:
     if isinstance(part, TextPart):
         return {"type": "input_text", "text": part.text}
     if isinstance(part, ImagePart):
-        image: dict[str, Any] = {"type": "input_image", "detail": part.detail or "auto"}
-        url = image_url(part) if part.file_id is None else None
-        if part.file_id is not None:
-            image["file_id"] = part.file_id
-        elif url is not None:
-            image["image_url"] = url
-        else:
-            warnings.append(warning("image_dropped", "image without url, data or file id"))
-            return None
-        return image
+        return _input_image(part, warnings)
     if isinstance(part, DocumentPart):
         if part.text is not None:
             return {"type": "input_text", "text": part.text}
-        file = openai_file(part)
+        file = openai_document(part)
         if file is None and part.url is not None:
             file = {"file_url": part.url}
-        return {"type": "input_file", **(file or {})}
+        if file is None:
+            warnings.append(dropped_document(part, "Responses"))
+            return None
+        return {"type": "input_file", **file}
     assert_never(part)
+
+
+def _input_image(part: ImagePart, warnings: list[WarningEvent]) -> dict[str, Any] | None:
+    """An image by file id, else by URL; a file id another provider issued is not
+    sent (:func:`~adapters.openai_chat._request.foreign_file_id`)."""
+    image: dict[str, Any] = {"type": "input_image", "detail": part.detail or "auto"}
+    foreign = foreign_file_id(part.file_id)
+    if part.file_id is not None and not foreign:
+        image["file_id"] = part.file_id
+    elif (url := image_url(part)) is not None:
+        image["image_url"] = url
+    else:
+        why = (
+            f"by file id {part.file_id!r}, which another provider issued, and no url or data"
+            if foreign
+            else "without url, data or file id"
+        )
+        warnings.append(warning("image_dropped", f"image {why}; dropped", file_id=part.file_id))
+        return None
+    return image
 
 
 def _function_tool(spec: ToolSpec) -> dict[str, Any] | None:
@@ -429,10 +491,12 @@ def _parse_item(
         )
     elif kind in ("function_call_output", "custom_tool_call_output"):
         flush()
+        content, failed = _parse_output(item.get("output"))
         events.append(
             ToolResultEvent(
                 call_id=text_value(item["call_id"]),
-                content=_parse_output(item.get("output")),
+                content=content,
+                is_error=failed,
                 source=_source(kind),
             )
         )
@@ -541,10 +605,20 @@ def _parse_input_content(content: Any) -> list[UserPart]:
     return [_parse_input_part(part) for part in content or []]
 
 
-def _parse_output(output: Any) -> list[ResultPart]:
+def _parse_output(output: Any) -> tuple[list[ResultPart], bool]:
+    """A tool output's parts, and whether it failed: its text opens with
+    :data:`TOOL_ERROR_MARKER` (the reverse of :func:`_failed_output`; a real output
+    that happens to open so parses as a failure too, and renders back the same)."""
     if isinstance(output, str):
-        return [TextPart(text=output)]
-    return [_parse_input_part(part) for part in output or []]
+        unmarked = without_error_mark(output)
+        return [TextPart(text=output if unmarked is None else unmarked)], unmarked is not None
+    parts = [_parse_input_part(part) for part in output or []]
+    first = parts[0] if parts else None
+    unmarked = without_error_mark(first.text) if type(first) is TextPart else None
+    if unmarked is None:
+        return parts, False
+    # the mark alone was a text part of its own, put before parts without text
+    return ([TextPart(text=unmarked)] if unmarked else []) + parts[1:], True
 
 
 def _parse_input_part(part: dict[str, Any]) -> UserPart:

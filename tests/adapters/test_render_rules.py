@@ -132,7 +132,9 @@ def test_rule_1_signature_replayed_only_to_same_model() -> None:
 def test_rule_1_encrypted_reasoning_replayed_only_to_same_model() -> None:
     messages: list[Message] = [
         user("hi"),
-        AssistantMessage(content=[encrypted(GPT), TextPart(text="a")], provenance=GPT),
+        AssistantMessage(
+            content=[encrypted(GPT), TextPart(text="a", item_id="msg_1")], provenance=GPT
+        ),
         user("again"),
     ]
     same, _ = render("openai-responses", messages)
@@ -367,7 +369,7 @@ def test_rule_4_summary_always_present() -> None:
     nosummary = ThinkingPart(encrypted_content="ENC", id="rs_2", provenance=GPT)
     messages: list[Message] = [
         user("hi"),
-        AssistantMessage(content=[nosummary, TextPart(text="a")], provenance=GPT),
+        AssistantMessage(content=[nosummary, TextPart(text="a", item_id="msg_1")], provenance=GPT),
     ]
     kwargs, _ = render("openai-responses", messages)
     assert history(kwargs)[1]["summary"] == []
@@ -924,10 +926,12 @@ def test_rule_11_foreign_server_tools_and_settings_dropped_with_warning() -> Non
         },
     )
     warnings: list[WarningEvent] = []
+    # gpt-4.1: a model that takes a temperature (a reasoning model would not, see
+    # test_render_audit_fixes.py)
     kwargs = module("openai-responses").render_request(
-        [user("hi")], header, RenderPolicy(model="gpt-5"), warnings=warnings
+        [user("hi")], header, RenderPolicy(model="gpt-4.1"), warnings=warnings
     )
-    assert kwargs["model"] == "gpt-5"
+    assert kwargs["model"] == "gpt-4.1"
     assert kwargs["max_output_tokens"] == 1000 and kwargs["temperature"] == 0.5
     assert kwargs["tool_choice"] == "required"
     assert "tools" not in kwargs and "top_k" not in dumped(kwargs)
@@ -1041,6 +1045,7 @@ def test_custom_tools_keep_their_description_and_grammar(
 
 
 def test_tools_without_a_schema_or_with_a_refused_name_are_named_in_warnings() -> None:
+    """A refused name is sent mapped (:func:`map_tool_name`), the mapping in a warning."""
     long_name = "mcp__claude_ai_Google_Drive__search_files_in_shared_drive_folder_v2"
     header = RequestHeaderEvent(
         provider="anthropic",
@@ -1059,9 +1064,12 @@ def test_tools_without_a_schema_or_with_a_refused_name_are_named_in_warnings() -
             long_name,
             "web.search",
         ]
-        refused = by_code["tool_name_refused"].details["tools"]
+        names = by_code["tool_name_mapped"].details["names"]
         # 68 characters: within Anthropic's 128, over OpenAI's 64; a dot: refused by all
-        assert refused == (["web.search"] if target == "anthropic" else [long_name, "web.search"])
+        assert list(names) == (
+            ["web.search"] if target == "anthropic" else [long_name, "web.search"]
+        )
+        assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", name) for name in names.values())
 
 
 def test_anthropic_tool_input_is_always_an_object() -> None:

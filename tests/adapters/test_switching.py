@@ -352,7 +352,7 @@ def test_switching_matrix_renders_every_turn_without_foreign_reasoning(
 
 def failed_results(target: str, kwargs: dict[str, Any]) -> int:
     """How many tool results the rendered request marks as failed (Anthropic
-    ``is_error``, Chat's error marker; Responses outputs carry no such mark)."""
+    ``is_error``; Chat's and Responses' outputs start with the error marker)."""
     if target == "anthropic":
         return sum(
             1
@@ -360,6 +360,13 @@ def failed_results(target: str, kwargs: dict[str, Any]) -> int:
             if isinstance(message["content"], list)
             for block in message["content"]
             if block.get("type") == "tool_result" and block.get("is_error")
+        )
+    if target == "openai-responses":
+        return sum(
+            1
+            for item in kwargs["input"]
+            if item.get("type") == "function_call_output"
+            and _first_text(item["output"]).startswith(TOOL_ERROR_MARKER)
         )
     return sum(
         1
@@ -375,14 +382,14 @@ def _first_text(content: Any) -> str:
     return str(content[0]["text"]) if content else ""
 
 
-@pytest.mark.parametrize("target", ["anthropic", "openai-chat"])
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("source", SOURCES)
 def test_switching_keeps_failed_tool_calls_failed(source: str, target: str) -> None:
-    """Every failed result of the log is failed in a target that can say so."""
+    """Every failed result of the log is failed in every target."""
     events = source_events(source)
     messages = log_of(events).derive_messages()
     failed = sum(1 for m in messages if isinstance(m, ToolMessage) and m.is_error)
-    if source != "openai-responses":  # a Responses history cannot say that a call failed
+    if source != "openai-responses":  # the recorded Responses history has no failed call
         assert failed
     assert failed_results(target, render_for(target, events, TARGET_MODELS[target])) == failed
 
