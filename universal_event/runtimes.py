@@ -57,6 +57,7 @@ from universal_event.events import (
     AssistantMessageEvent,
     Event,
     EventBase,
+    RequestHeaderEvent,
     RuntimeSwitchEvent,
     SessionStartEvent,
     Source,
@@ -284,7 +285,9 @@ class _RunLog:
     """The log as ``tap`` sees it: records what this run appended, drops repeats.
 
     Every ``query()`` of Claude Code begins with ``system/init`` and so a ``session/start``;
-    a resumed native session already has one in the log, so the repeat is dropped.
+    a resumed native session already has one in the log, so the repeat is dropped. Each
+    run's adapter writes its ``request/header`` again too: logged only when it starts a
+    new epoch (:meth:`SessionLog.update_header`).
     """
 
     def __init__(
@@ -304,6 +307,11 @@ class _RunLog:
                 if event.native_session_id in self._started:
                     continue
                 self._started.add(event.native_session_id)
+            elif isinstance(event, RequestHeaderEvent):
+                header = self.log.update_header(event)
+                if header is not None:
+                    logged.append(header)
+                continue
             logged.append(self.log.append(event))  # type: ignore[arg-type]
         self.sink.extend(logged)
         if self.on_event is not None:
