@@ -87,7 +87,9 @@ __all__ = [
     "ANTHROPIC_TOOL_IDS",
     "CHAT_TOOL_IDS",
     "CallIds",
+    "FILE_ID_ISSUERS",
     "RESPONSES_TOOL_IDS",
+    "TOOL_ERROR_MARKER",
     "TOOL_NAMES",
     "Group",
     "GroupRenderer",
@@ -100,7 +102,10 @@ __all__ = [
     "ToolIdFormat",
     "ToolIdMapper",
     "add_openai_users",
+    "developer_role_model",
     "empty_message",
+    "file_id_issuer",
+    "foreign_file_id",
     "foreign_reasoning",
     "foreign_reasoning_text",
     "group_history",
@@ -112,6 +117,7 @@ __all__ = [
     "model_snapshot_date",
     "model_snapshot_family",
     "openai_file",
+    "openai_file_dropped",
     "parse_arguments",
     "parse_header",
     "parse_tools",
@@ -124,6 +130,8 @@ __all__ = [
     "same_model",
     "same_origin",
     "warning",
+    "with_error_mark",
+    "without_error_mark",
 ]
 
 
@@ -156,9 +164,10 @@ class RenderPolicy(msgspec.Struct, frozen=True, kw_only=True):
     """Text of the synthetic error result given to a call without a result (rule 6)."""
     chat_system_role: Literal["auto", "system", "developer"] = "auto"
     """Chat Completions role of the system prompt (rule 11). ``auto``: ``developer``
-    for the reasoning models (o1, o3, o4, gpt-5 families; o1-mini rejects ``system``
-    with HTTP 400, see fixtures/recorded/openai-chat/error_400_system_role_unsupported),
-    ``system`` for the others."""
+    for the reasoning families (o1, o3, o4, gpt-5, their ``-chat`` models included:
+    :func:`developer_role_model`; o1-mini rejects ``system`` with HTTP 400, see
+    fixtures/recorded/openai-chat/error_400_system_role_unsupported), ``system`` for
+    the others."""
     chat_reasoning_content: bool = False
     """Chat Completions: send same-origin reasoning back as ``reasoning_content`` (some
     compatible servers need it, PITFALLS 12). OpenAI's own API has no such field."""
@@ -236,6 +245,14 @@ class ToolIdFormat:
     def accepts(self, call_id: str) -> bool:
         return 0 < len(call_id) <= self.max_length and self.pattern.fullmatch(call_id) is not None
 
+    def remember(self, value: str, mapped: str) -> str:
+        """``mapped``, memoised for ``value`` (the memo is cleared first when it holds
+        :data:`_MEMO_LIMIT` values)."""
+        if len(self.memo) >= _MEMO_LIMIT:
+            self.memo.clear()
+        self.memo[value] = mapped
+        return mapped
+
 
 ANTHROPIC_TOOL_IDS = ToolIdFormat("anthropic", re.compile(r"[a-zA-Z0-9_-]+"), 64)
 """Anthropic ``tool_use.id`` / ``tool_result.tool_use_id``: ``^[a-zA-Z0-9_-]+$``, at most
@@ -267,11 +284,7 @@ def map_tool_call_id(call_id: str, fmt: ToolIdFormat) -> str:
     collision. Calls and results use this same function, so pairs stay paired.
     """
     mapped = fmt.memo.get(call_id)
-    if mapped is None:
-        if len(fmt.memo) >= _MEMO_LIMIT:
-            fmt.memo.clear()
-        mapped = fmt.memo[call_id] = _mapped_id(call_id, fmt)
-    return mapped
+    return mapped if mapped is not None else fmt.remember(call_id, _mapped_id(call_id, fmt))
 
 
 def _mapped_id(call_id: str, fmt: ToolIdFormat) -> str:
@@ -351,11 +364,9 @@ def map_tool_name(name: str, api: str) -> str:
     """
     fmt = TOOL_NAMES[api]
     mapped = fmt.memo.get(name)
-    if mapped is None:
-        if len(fmt.memo) >= _MEMO_LIMIT:
-            fmt.memo.clear()
-        mapped = fmt.memo[name] = name if fmt.accepts(name) else _digested(name, fmt.max_length)
-    return mapped
+    if mapped is not None:
+        return mapped
+    return fmt.remember(name, name if fmt.accepts(name) else _digested(name, fmt.max_length))
 
 
 def _map_call_names(group: Group, api: str) -> None:
@@ -368,23 +379,28 @@ def _map_call_names(group: Group, api: str) -> None:
     }
     if not renames:
         return
+    _rename_in_calls(group, "name", renames)
+    group.warnings.append(_names_mapped(renames, api))
+
+
+def _rename_in_calls(group: Group, key: Literal["id", "name"], renames: dict[str, str]) -> None:
+    """Give the group's tool calls whose ``key`` (their id or tool name) ``renames``
+    holds its new value, alike in the assistant message and in ``calls`` (keyed by the
+    ids the calls now have)."""
 
     def renamed(part: ToolCallPart) -> ToolCallPart:
-        return msgspec.structs.replace(part, name=renames[part.name])
+        new = renames.get(getattr(part, key))
+        return part if new is None else msgspec.structs.replace(part, **{key: new})
 
     assert group.assistant is not None  # only an assistant message opens calls
     group.assistant = msgspec.structs.replace(
         group.assistant,
         content=[
-            renamed(part) if type(part) is ToolCallPart and part.name in renames else part
+            renamed(part) if type(part) is ToolCallPart else part
             for part in group.assistant.content
         ],
     )
-    group.calls = {
-        call_id: renamed(call) if call.name in renames else call
-        for call_id, call in group.calls.items()
-    }
-    group.warnings.append(_names_mapped(renames, api))
+    group.calls = {call.id: call for call in map(renamed, group.calls.values())}
 
 
 def _names_mapped(renames: dict[str, str], api: str) -> WarningEvent:
@@ -1035,21 +1051,7 @@ class CallIds:
 
 
 def _rename_calls(group: Group, renames: dict[str, str]) -> None:
-    def renamed(part: ToolCallPart) -> ToolCallPart:
-        return msgspec.structs.replace(part, id=renames[part.id])
-
-    assert group.assistant is not None  # only an assistant message opens calls
-    group.assistant = msgspec.structs.replace(
-        group.assistant,
-        content=[
-            renamed(part) if type(part) is ToolCallPart and part.id in renames else part
-            for part in group.assistant.content
-        ],
-    )
-    group.calls = {
-        renames.get(call_id, call_id): renamed(call) if call_id in renames else call
-        for call_id, call in group.calls.items()
-    }
+    _rename_in_calls(group, "id", renames)
     group.results = [
         msgspec.structs.replace(result, call_id=renames[result.call_id])
         if result.call_id in renames
@@ -1419,9 +1421,17 @@ def _translated_sampling(
     return out
 
 
-_OPENAI_REASONING_MODELS = re.compile(r"(o1|o3|o4|gpt-5(?!(\.\d+)?-chat))")
-"""OpenAI's reasoning families (the ones Chat's ``system_role`` gives ``developer``),
-less the ``gpt-5*-chat`` models, which do not reason."""
+_OPENAI_REASONING_FAMILIES = r"o1|o3|o4|gpt-5"
+"""OpenAI's reasoning families, matched at the start of a model name (``o1-mini``,
+``o3-pro``, ``gpt-5.1-codex``): Chat gives their system prompt the ``developer`` role
+(:func:`developer_role_model`), and they refuse the sampling settings of
+:data:`_NOT_FOR_REASONING_MODELS` (:data:`_OPENAI_REASONING_MODELS`)."""
+_GPT5_CHAT_MODELS = r"gpt-5(\.\d+)?-chat"
+"""The one exception inside those families: ``gpt-5-chat-latest``, ``gpt-5.1-chat-latest``
+do not reason (they take ``temperature``), yet keep the family's ``developer`` role."""
+_OPENAI_DEVELOPER_ROLE_MODELS = re.compile(_OPENAI_REASONING_FAMILIES)
+_OPENAI_REASONING_MODELS = re.compile(rf"(?!{_GPT5_CHAT_MODELS})(?:{_OPENAI_REASONING_FAMILIES})")
+"""The reasoning families less :data:`_GPT5_CHAT_MODELS`."""
 _OPENAI_PLAIN_MODELS = re.compile(r"(gpt-4|gpt-3\.5|chatgpt-)")
 """OpenAI families without reasoning (gpt-4o, gpt-4.1, ...)."""
 _CLAUDE_PLAIN_MODELS = re.compile(r"claude-(instant|2|3-opus|3-sonnet|3-haiku|3-5-)")
@@ -1448,6 +1458,13 @@ of the name, settings, why). OpenAI: "Unrecognized request argument supplied:
 reasoning_effort" (gpt-4o); "Unsupported value: 'temperature' does not support 0.2 with
 this model", "Unsupported parameter: 'top_p'" (o-series, gpt-5). An unknown model
 (another server's) takes every setting."""
+
+
+def developer_role_model(model: str) -> bool:
+    """Whether Chat gives this model's system prompt the ``developer`` role (rule 11,
+    :attr:`RenderPolicy.chat_system_role` ``auto``): the OpenAI reasoning families,
+    their ``-chat`` models included (:data:`_OPENAI_REASONING_FAMILIES`)."""
+    return _OPENAI_DEVELOPER_ROLE_MODELS.match(model) is not None
 
 
 def _drop_refused_by_model(
@@ -1619,19 +1636,6 @@ def lone_text_or_parts(
     return [r for part in kept if (r := render_part(part, warnings)) is not None]
 
 
-def openai_file(part: DocumentPart) -> dict[str, Any] | None:
-    """A document's ``file_id``, or its bytes as ``file_data`` + ``filename`` (both
-    OpenAI APIs' file content part); None when it has neither."""
-    if part.file_id is not None:
-        return {"file_id": part.file_id}
-    if part.data is not None:
-        return {
-            "file_data": data_url(part.media_type or "application/pdf", part.data),
-            "filename": part.filename or "document.pdf",
-        }
-    return None
-
-
 def add_openai_users(
     group: Group,
     render_part: Callable[[UserPart, list[WarningEvent]], dict[str, Any] | None],
@@ -1703,6 +1707,96 @@ def image_url(part: ImagePart) -> str | None:
     if part.url is not None:
         return part.url
     return data_url(part.media_type, part.data) if part.data is not None else None
+
+
+# ---------------------------------------------------------------- file ids
+
+
+FILE_ID_ISSUERS = {"anthropic": "file_", "openai": "file-"}
+"""The prefix of the file ids each provider's Files API issues (Anthropic
+``file_011CNha8iCJcU1wXNR6q4V8w``, OpenAI ``file-...``). A part does not say which
+provider issued its file id, so the prefix tells; a file id goes only to a provider
+that can read it (:func:`foreign_file_id`), every renderer falling back to the part's
+bytes or URL."""
+_TAKES_UNKNOWN_FILE_IDS = frozenset({"openai"})
+"""Providers that also take a file id of no issuer's form above: OpenAI's APIs are
+served by Azure (``assistant-...``) and compatible servers, which mint their own ids.
+Every Anthropic file id starts with ``file_``."""
+
+
+def file_id_issuer(file_id: str) -> str | None:
+    """The provider that issued a file id, by its prefix (:data:`FILE_ID_ISSUERS`);
+    None for an id of another form."""
+    for provider, prefix in FILE_ID_ISSUERS.items():
+        if file_id.startswith(prefix):
+            return provider
+    return None
+
+
+def foreign_file_id(file_id: str | None, provider: str) -> bool:
+    """Whether a part's file id is one ``provider`` cannot read: another provider
+    issued it, or (for a provider not in :data:`_TAKES_UNKNOWN_FILE_IDS`) no known
+    provider did. False when there is no file id."""
+    if file_id is None:
+        return False
+    issuer = file_id_issuer(file_id)
+    return issuer != provider and (issuer is not None or provider not in _TAKES_UNKNOWN_FILE_IDS)
+
+
+def openai_file(part: DocumentPart, *, by_url: bool = False) -> dict[str, Any] | None:
+    """A document as both OpenAI APIs' file content part: its ``file_id`` unless
+    another provider issued it (:func:`foreign_file_id`), else its bytes as
+    ``file_data`` + ``filename``, else, with ``by_url`` (Responses' ``input_file``
+    takes a ``file_url``, Chat's file part does not), its URL; None when nothing is
+    left (:func:`openai_file_dropped`)."""
+    if part.file_id is not None and not foreign_file_id(part.file_id, "openai"):
+        return {"file_id": part.file_id}
+    if part.data is not None:
+        return {
+            "file_data": data_url(part.media_type or "application/pdf", part.data),
+            "filename": part.filename or "document.pdf",
+        }
+    if by_url and part.url is not None:
+        return {"file_url": part.url}
+    return None
+
+
+def openai_file_dropped(part: DocumentPart, target: str) -> WarningEvent:
+    """The warning for a document :func:`openai_file` found no form for."""
+    if foreign_file_id(part.file_id, "openai"):
+        why = f"by file id {part.file_id!r}, which another provider issued,"
+    else:
+        why = "by URL" if part.url is not None else "without content"
+    return warning(
+        "document_dropped", f"document {why} has no {target} form; dropped", file_id=part.file_id
+    )
+
+
+# ---------------------------------------------------------------- failed tool results
+
+
+TOOL_ERROR_MARKER = "[tool error]"
+"""Opens the text of a failed tool result for the OpenAI APIs: a Chat ``tool`` message
+and a Responses tool output have no error flag, so a failed result (``is_error``, and
+the synthetic "interrupted" result of rule 6) is sent as ``"[tool error] clock
+offline"`` (:func:`with_error_mark`; the marker alone when it has no text), which the
+model reads as the failure it is. Both ``parse_request`` reverse it
+(:func:`without_error_mark`), so an error survives Anthropic → OpenAI → Anthropic. A
+real output that happens to open with the marker parses as a failure too; rendered
+again it is the same text."""
+
+
+def with_error_mark(text: str) -> str:
+    """A failed result's text behind :data:`TOOL_ERROR_MARKER` and a space."""
+    return f"{TOOL_ERROR_MARKER} {text}" if text else TOOL_ERROR_MARKER
+
+
+def without_error_mark(text: str) -> str | None:
+    """The reverse of :func:`with_error_mark`: the text without the mark, or None when
+    it does not open with it (a result that did not fail)."""
+    if text == TOOL_ERROR_MARKER or text.startswith(TOOL_ERROR_MARKER + " "):
+        return text[len(TOOL_ERROR_MARKER) + 1 :]
+    return None
 
 
 # ---------------------------------------------------------------- parse frame

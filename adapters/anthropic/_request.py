@@ -19,7 +19,8 @@ The shared rules live in :mod:`adapters._render`; the Anthropic-specific ones ar
   (``trailing_whitespace_trimmed`` warning);
 * documents: base64 ones only as PDF; ``text/*`` ones decoded into a plain-text
   source, other types dropped (``document_dropped``); file ids only when Anthropic
-  issued them (``file_`` ids; others dropped with a warning);
+  issued them (``file_`` ids, :func:`~adapters._render.foreign_file_id`; others
+  dropped with a warning, the part's bytes or URL going first when it has them);
 * rule 10: ``cache_control`` kept on text, image, document, tool_use and tool_result
   blocks and on the blocks inside a tool result (never on thinking blocks, which
   cannot carry it); at most four marks in a request, the earliest message marks
@@ -46,6 +47,7 @@ from adapters._render import (
     create_parameters,
     custom_tool_format,
     empty_message,
+    foreign_file_id,
     foreign_reasoning,
     instruction_as_user,
     is_blank,
@@ -547,7 +549,7 @@ def _image_block(part: ImagePart, warnings: list[WarningEvent]) -> dict[str, Any
     elif part.url is not None:
         source = {"type": "url", "url": part.url}
     elif part.file_id is not None:
-        if not _issued_here(part.file_id, "image", warnings):
+        if not _readable_file_id(part.file_id, "image", warnings):
             return None
         source = {"type": "file", "file_id": part.file_id}
     else:
@@ -565,7 +567,7 @@ def _document_block(part: DocumentPart, warnings: list[WarningEvent]) -> dict[st
     elif part.url is not None:
         source = {"type": "url", "url": part.url}
     elif part.file_id is not None:
-        if not _issued_here(part.file_id, "document", warnings):
+        if not _readable_file_id(part.file_id, "document", warnings):
             return None
         source = {"type": "file", "file_id": part.file_id}
     else:
@@ -582,17 +584,11 @@ def _document_block(part: DocumentPart, warnings: list[WarningEvent]) -> dict[st
     return block
 
 
-_FILE_ID_PREFIX = "file_"
-"""Ids of Anthropic's Files API (``file_011CNha8iCJcU1wXNR6q4V8w``). A part does not
-say which provider issued its file id, so the prefix does: OpenAI's ids start with
-``file-``, and no id of another form was issued here."""
-
-
-def _issued_here(file_id: str, kind: str, warnings: list[WarningEvent]) -> bool:
-    """Whether a file id can be Anthropic's; one that cannot (another provider's file,
-    which Anthropic does not know) is dropped with an ``image_dropped`` /
-    ``document_dropped`` warning."""
-    if file_id.startswith(_FILE_ID_PREFIX):
+def _readable_file_id(file_id: str, kind: str, warnings: list[WarningEvent]) -> bool:
+    """Whether a file id can be Anthropic's (:func:`~adapters._render.foreign_file_id`);
+    one that cannot (another provider's file, which Anthropic does not know) is dropped
+    with an ``image_dropped`` / ``document_dropped`` warning."""
+    if not foreign_file_id(file_id, PROVIDER):
         return True
     warnings.append(
         warning(

@@ -17,25 +17,20 @@ body back into Universal Events. Chat-specific rules:
   turn of reasoning alone then goes with an empty ``content``, which Chat requires
   without tool calls), foreign reasoning follows the foreign-reasoning policy.
 * failed tool results: a ``tool`` message has no error flag (its fields are
-  ``role``, ``tool_call_id``, ``content``), so a failed result (``is_error``, and the
-  synthetic "interrupted" result of rule 6) starts with :data:`TOOL_ERROR_MARKER`
-  and a space: ``"[tool error] clock offline"`` (the marker alone when the result has
-  no text; with text parts, the first one carries it). The model reads it as the
-  failure it is; ``parse_request`` reverses it — a tool message whose text starts so
-  becomes a ``tool/result`` with ``is_error`` and the marker removed — so an error
-  survives Anthropic → Chat → Anthropic. A real tool output that happens to start
-  with the marker parses as a failure too; rendered again it is the same text.
+  ``role``, ``tool_call_id``, ``content``), so a failed result starts with
+  :data:`~adapters._render.TOOL_ERROR_MARKER` and a space (with text parts, the first
+  one carries it); ``parse_request`` reverses it — a tool message whose text starts so
+  becomes a ``tool/result`` with ``is_error`` and the marker removed.
+* file ids go only to the provider that issued them: an Anthropic ``file_`` id is not
+  sent (:func:`~adapters._render.openai_file`).
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import re
 from collections.abc import Sequence
 from typing import Any, assert_never
-
-import msgspec
 
 from adapters._base import dict_or_none, str_or_none, text_value
 from adapters._render import (
@@ -49,12 +44,14 @@ from adapters._render import (
     add_openai_users,
     create_parameters,
     custom_tool_format,
+    developer_role_model,
     foreign_reasoning,
     image_url,
     is_blank,
     json_arguments,
     map_tool_call_id,
     openai_file,
+    openai_file_dropped,
     parse_arguments,
     parse_data_url,
     parse_header,
@@ -66,6 +63,8 @@ from adapters._render import (
     source,
     unknown_role,
     warning,
+    with_error_mark,
+    without_error_mark,
 )
 from universal_event.events import (
     AssistantMessageEvent,
@@ -92,32 +91,13 @@ from universal_event.parts import (
     UserPart,
 )
 
-__all__ = [
-    "TOOL_ERROR_MARKER",
-    "dropped_document",
-    "error_text",
-    "foreign_file_id",
-    "openai_document",
-    "parse_request",
-    "render_request",
-    "system_role",
-    "without_error_mark",
-]
+__all__ = ["parse_request", "render_request", "system_role"]
 
 PROVIDER = "openai"
 API = "chat"
 RUNTIME = "openai-chat-request"
 _HISTORY_KEYS = frozenset({"messages", "tools", "model"})
-_DEVELOPER_MODELS = re.compile(r"^(o1|o3|o4|gpt-5)")
 _IDS = CHAT_TOOL_IDS.memo  # tool-call ids already mapped (rule 5)
-TOOL_ERROR_MARKER = "[tool error]"
-"""Opens the text of a failed tool result (Chat has no error flag; see the module doc).
-Responses outputs have no error flag either and carry the same mark."""
-_ANTHROPIC_FILE_ID = "file_"
-"""Anthropic's Files API ids (``file_011CNha8iCJcU1wXNR6q4V8w``). Parts do not say
-which provider issued their file id, so the prefix tells: OpenAI's ids are ``file-...``
-(Azure's ``assistant-...``, compatible servers mint their own), and a ``file_`` id is
-another provider's, which OpenAI cannot read."""
 
 
 @functools.cache
@@ -131,7 +111,7 @@ def system_role(model: str, policy: RenderPolicy) -> str:
     """``system`` or ``developer`` for this model (rule 11)."""
     if policy.chat_system_role != "auto":
         return policy.chat_system_role
-    return "developer" if _DEVELOPER_MODELS.match(model) else "system"
+    return "developer" if developer_role_model(model) else "system"
 
 
 # ================================================================ render
@@ -265,45 +245,6 @@ def _tool_call(part: ToolCallPart) -> dict[str, Any]:
     }
 
 
-def error_text(text: str) -> str:
-    """A failed result's text behind :data:`TOOL_ERROR_MARKER` (see the module doc)."""
-    return f"{TOOL_ERROR_MARKER} {text}" if text else TOOL_ERROR_MARKER
-
-
-def without_error_mark(text: str) -> str | None:
-    """The reverse of :func:`error_text`: the text without the mark, or None when it
-    does not open with it (a result that did not fail)."""
-    if text == TOOL_ERROR_MARKER or text.startswith(TOOL_ERROR_MARKER + " "):
-        return text[len(TOOL_ERROR_MARKER) + 1 :]
-    return None
-
-
-def openai_document(part: DocumentPart) -> dict[str, Any] | None:
-    """:func:`~adapters._render.openai_file` (both OpenAI APIs' file part) without a
-    file id another provider issued: a file id goes only to its own provider. The
-    document's bytes, if it has them, go instead; None when nothing is left."""
-    if foreign_file_id(part.file_id):
-        part = msgspec.structs.replace(part, file_id=None)
-    return openai_file(part)
-
-
-def foreign_file_id(file_id: str | None) -> bool:
-    """Whether a part's file id is another provider's (an Anthropic ``file_`` id),
-    which the OpenAI APIs cannot read."""
-    return file_id is not None and file_id.startswith(_ANTHROPIC_FILE_ID)
-
-
-def dropped_document(part: DocumentPart, target: str) -> WarningEvent:
-    """The warning for a document the OpenAI APIs cannot take."""
-    if foreign_file_id(part.file_id):
-        why = f"by file id {part.file_id!r}, which another provider issued,"
-    else:
-        why = "by URL" if part.url is not None else "without content"
-    return warning(
-        "document_dropped", f"document {why} has no {target} form; dropped", file_id=part.file_id
-    )
-
-
 def _tool_message(
     result: ToolMessage, moved: list[dict[str, Any]], warnings: list[WarningEvent]
 ) -> dict[str, Any]:
@@ -312,7 +253,7 @@ def _tool_message(
     parts = result.content
     if len(parts) == 1 and type(parts[0]) is TextPart:  # the common case
         text = parts[0].text
-        content = error_text(text) if result.is_error else text
+        content = with_error_mark(text) if result.is_error else text
         return {"role": "tool", "tool_call_id": call_id, "content": content}
     texts = [p.text for p in parts if isinstance(p, TextPart) and not is_blank(p.text)]
     media = [
@@ -325,7 +266,7 @@ def _tool_message(
         moved.extend(media)
         texts.append("(attachments follow in the next user message)")
     if result.is_error:
-        texts[:1] = [error_text(texts[0] if texts else "")]
+        texts[:1] = [with_error_mark(texts[0] if texts else "")]
     tool_content: str | list[dict[str, Any]]
     if len(texts) == 1:
         tool_content = texts[0]
@@ -351,9 +292,9 @@ def _user_part(part: UserPart, warnings: list[WarningEvent]) -> dict[str, Any] |
     if isinstance(part, DocumentPart):
         if part.text is not None:
             return {"type": "text", "text": part.text}
-        file = openai_document(part)
+        file = openai_file(part)
         if file is None:
-            warnings.append(dropped_document(part, "Chat"))
+            warnings.append(openai_file_dropped(part, "Chat"))
             return None
         return {"type": "file", "file": file}
     assert_never(part)
@@ -468,7 +409,8 @@ def _parse_message(message: dict[str, Any], provenance: Provenance, index: int) 
 
 
 def _parse_tool_message(message: dict[str, Any]) -> ToolResultEvent:
-    """A ``tool`` message; a text opening with :data:`TOOL_ERROR_MARKER` is a failure."""
+    """A ``tool`` message; a text opening with the error mark is a failure
+    (:func:`~adapters._render.without_error_mark`)."""
     content = message.get("content")
     texts = [content] if isinstance(content, str) else [_text_of([p]) for p in content or []]
     unmarked = without_error_mark(texts[0]) if texts else None

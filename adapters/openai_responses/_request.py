@@ -19,10 +19,10 @@ Universal Events. Responses-specific rules:
   different thing, sent only back to its origin.
 * rule 11: the system prompt goes in ``instructions``.
 * failed tool results: a tool output has no error flag, so a failed one opens with
-  Chat's :data:`~adapters.openai_chat._request.TOOL_ERROR_MARKER` (and a space), and
-  ``parse_request`` reverses it, as Chat's does.
+  :data:`~adapters._render.TOOL_ERROR_MARKER` (and a space), as Chat's tool messages
+  do, and ``parse_request`` reverses it, as Chat's does.
 * file ids go only to the provider that issued them: an Anthropic ``file_`` id is not
-  sent (:func:`~adapters.openai_chat._request.openai_document`).
+  sent (:func:`~adapters._render.foreign_file_id`); the part's bytes or URL go instead.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from typing import Any, assert_never
 from adapters._base import dict_or_none, str_or_none, text_value
 from adapters._render import (
     RESPONSES_TOOL_IDS,
+    TOOL_ERROR_MARKER,
     Group,
     GroupRenderer,
     RenderCache,
@@ -42,11 +43,14 @@ from adapters._render import (
     add_openai_users,
     create_parameters,
     custom_tool_format,
+    foreign_file_id,
     foreign_reasoning,
     image_url,
     is_blank,
     json_arguments,
     map_tool_call_id,
+    openai_file,
+    openai_file_dropped,
     parse_arguments,
     parse_data_url,
     parse_header,
@@ -59,13 +63,7 @@ from adapters._render import (
     source,
     unknown_role,
     warning,
-)
-from adapters.openai_chat._request import (
-    TOOL_ERROR_MARKER,
-    dropped_document,
-    error_text,
-    foreign_file_id,
-    openai_document,
+    with_error_mark,
     without_error_mark,
 )
 from universal_event.events import (
@@ -345,9 +343,9 @@ def _failed_output(output: str | list[dict[str, Any]]) -> str | list[dict[str, A
     failed tool message, :data:`TOOL_ERROR_MARKER` opening its text; parts open with
     a text part that carries it."""
     if isinstance(output, str):
-        return error_text(output)
+        return with_error_mark(output)
     if output and output[0]["type"] == "input_text":
-        return [{**output[0], "text": error_text(output[0]["text"])}, *output[1:]]
+        return [{**output[0], "text": with_error_mark(output[0]["text"])}, *output[1:]]
     return [{"type": "input_text", "text": TOOL_ERROR_MARKER}, *output]
 
 
@@ -359,11 +357,9 @@ def _input_part(part: ResultPart, warnings: list[WarningEvent]) -> dict[str, Any
     if isinstance(part, DocumentPart):
         if part.text is not None:
             return {"type": "input_text", "text": part.text}
-        file = openai_document(part)
-        if file is None and part.url is not None:
-            file = {"file_url": part.url}
+        file = openai_file(part, by_url=True)
         if file is None:
-            warnings.append(dropped_document(part, "Responses"))
+            warnings.append(openai_file_dropped(part, "Responses"))
             return None
         return {"type": "input_file", **file}
     assert_never(part)
@@ -371,9 +367,9 @@ def _input_part(part: ResultPart, warnings: list[WarningEvent]) -> dict[str, Any
 
 def _input_image(part: ImagePart, warnings: list[WarningEvent]) -> dict[str, Any] | None:
     """An image by file id, else by URL; a file id another provider issued is not
-    sent (:func:`~adapters.openai_chat._request.foreign_file_id`)."""
+    sent (:func:`~adapters._render.foreign_file_id`)."""
     image: dict[str, Any] = {"type": "input_image", "detail": part.detail or "auto"}
-    foreign = foreign_file_id(part.file_id)
+    foreign = foreign_file_id(part.file_id, PROVIDER)
     if part.file_id is not None and not foreign:
         image["file_id"] = part.file_id
     elif (url := image_url(part)) is not None:

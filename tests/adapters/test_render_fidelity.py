@@ -17,8 +17,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from adapters._render import RenderPolicy
-from adapters.openai_chat._request import TOOL_ERROR_MARKER
+from adapters._render import TOOL_ERROR_MARKER, RenderPolicy
 from tests.adapters._render_support import FIXTURES, derive, flatten, validate_history
 from tests.adapters.test_render_oracle import module, send
 from tests.adapters.test_switching import anthropic_body

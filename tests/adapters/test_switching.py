@@ -21,8 +21,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from adapters._render import RenderPolicy, same_origin
-from adapters.openai_chat._request import TOOL_ERROR_MARKER
+from adapters._render import TOOL_ERROR_MARKER, RenderPolicy, same_origin
 from tests.adapters._render_support import FIXTURES, log_of, validate_history, validate_request
 from tests.adapters.test_render_oracle import TARGETS, _response_events, module, recording
 from universal_event.events import Event, UserMessageEvent

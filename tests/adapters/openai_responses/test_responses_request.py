@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from adapters._render import RenderPolicy
-from adapters.openai_chat._request import TOOL_ERROR_MARKER
+from adapters._render import TOOL_ERROR_MARKER, RenderPolicy
 from adapters.openai_responses import parse_request, render_request
 from tests.adapters._render_support import (
     derive,
