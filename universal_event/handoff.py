@@ -18,12 +18,18 @@ form the runtime resumes from (facts: tests/fixtures/captured/HANDOFF.md):
 
 Both CLIs forward what they read unchecked (foreign tool ids, names, fake signatures
 go to the model as written), which is why the files are built from ``render_request``
-output and never from the other runtime's native data. The renderers' warnings and a
-``runtime/switch`` naming the written native session are appended to the log.
+output and never from the other runtime's native data. What each CLI adds or drops on
+its own is allowed for (:func:`render_for`): Claude Code manages its own
+``cache_control`` marks, so the history goes without any; Codex silently drops the
+rollout items it cannot read back, so those are rewritten into ones it can. A history
+that renders to nothing is not handed over (:class:`HandoffError`). The renderers'
+warnings and a ``runtime/switch`` naming the written native session are appended to
+the log.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -47,6 +53,7 @@ __all__ = [
     "HandoffResult",
     "Runtime",
     "codex_input_items",
+    "codex_readable",
     "hand_off",
     "render_for",
     "uuid7",
@@ -103,21 +110,221 @@ def render_for(
 
     Claude Code talks to Anthropic Messages; Codex to OpenAI Responses with
     ``store: false`` (so only reasoning with ``encrypted_content`` may be replayed).
+
+    * **Claude Code** gets the history without ``cache_control`` marks: it marks its
+      own requests (the system prompt, the last message), and marks kept from the log
+      would come on top of them, past the four a Messages request may carry.
+    * **Codex** 0.163 silently drops from a resumed rollout what it cannot read back
+      (a message or tool output holding a file, a ``system`` message, an assistant
+      ``refusal``) and sends a remote image URL as a note that it was left out. Such
+      items are rewritten into ones it reads, losing the least, each with a warning:
+      :func:`codex_readable`.
     """
     warnings: list[WarningEvent] = []
     if runtime == "claude-code":
+        from adapters import RenderPolicy
         from adapters.anthropic import render_request as render_anthropic
 
         header = RequestHeaderEvent(provider="anthropic", api="messages", model=model)
-        return render_anthropic(messages, header, warnings=warnings), warnings
+        policy = RenderPolicy(keep_cache_control=False)
+        request = render_anthropic(messages, header, policy, warnings=warnings)
+        request["messages"] = [_without_cache_marks(m) for m in request["messages"]]
+        return request, warnings
     if runtime == "codex":
         from adapters.openai_responses import render_request as render_responses
 
         header = RequestHeaderEvent(
             provider="openai", api="responses", model=model, sampling={"store": False}
         )
-        return render_responses(messages, header, warnings=warnings), warnings
+        request = render_responses(messages, header, warnings=warnings)
+        request["input"] = codex_readable(request["input"], warnings)
+        return request, warnings
     raise HandoffError(f"unknown runtime {runtime!r}; hand-off targets: claude-code, codex")
+
+
+def _without_cache_marks(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` without a ``cache_control`` on any block (a block replayed as the
+    provider gave it, such as a server tool's, keeps one even without the policy's)."""
+    content = message["content"]
+    if isinstance(content, str):
+        return message
+    blocks = []
+    for block in content:
+        if isinstance(block, dict):
+            block = {key: value for key, value in block.items() if key != "cache_control"}
+            inner = block.get("content")
+            if block.get("type") == "tool_result" and isinstance(inner, list):
+                block["content"] = [
+                    {key: value for key, value in part.items() if key != "cache_control"}
+                    if isinstance(part, dict)
+                    else part
+                    for part in inner
+                ]
+        blocks.append(block)
+    return {**message, "content": blocks}
+
+
+def _handoff_warning(code: str, message: str, **details: Any) -> WarningEvent:
+    return WarningEvent(
+        code=code,
+        message=message,
+        details=details or None,
+        source=Source(runtime="universal-event", native_type="handoff"),
+    )
+
+
+def codex_readable(
+    items: Sequence[dict[str, Any]], warnings: list[WarningEvent] | None = None
+) -> list[dict[str, Any]]:
+    """Responses input ``items`` rewritten into what Codex reads back from a rollout.
+
+    Codex 0.163 reads a rollout's ``response_item`` lines as its own ``ResponseItem``
+    type and silently skips a line that does not fit it, or sends a part it will not
+    forward as a note. Checked against the real CLI (tests/e2e/test_handoff_rules.py):
+
+    * a message holding an ``input_file`` is dropped whole, its text too; a tool output
+      holding one is dropped, and Codex answers the call with ``aborted``: the file
+      becomes an ``input_text`` note naming it (its name, media type, URL or file id)
+      and, for a ``text/*`` file given by its bytes, holding its text;
+      the rest of the message or output stays (``document_as_text``);
+    * an ``input_image`` by a remote URL is sent as "image content omitted because
+      remote image URLs are not supported": it becomes a note with the URL
+      (``image_url_as_text``); images as ``data:`` URLs or file ids go as they are;
+    * a ``system`` message is dropped: it becomes a ``developer`` message, the role
+      Codex gives instructions (``instruction_as_developer``);
+    * an assistant message with a ``refusal`` part is dropped: the refusal becomes
+      ``output_text`` (``refusal_as_text``).
+
+    Each rewrite appends a warning to ``warnings``; the items are not changed in place.
+    """
+    found = warnings if warnings is not None else []
+    out: list[dict[str, Any]] = []
+    for index, item in enumerate(items):
+        kind = item.get("type", "message")
+        if kind == "message":
+            item = _readable_message(item, index, found)
+        elif kind in ("function_call_output", "custom_tool_call_output") and isinstance(
+            item.get("output"), list
+        ):
+            where = f"the output of tool call {item.get('call_id')!r}"
+            output = _readable_parts(item["output"], where, index, found)
+            item = {**item, "output": output}
+        out.append(item)
+    return out
+
+
+def _readable_message(
+    item: dict[str, Any], index: int, warnings: list[WarningEvent]
+) -> dict[str, Any]:
+    role = item.get("role")
+    if role == "system":
+        warnings.append(
+            _handoff_warning(
+                "instruction_as_developer",
+                f"input item {index}: a system message was written as a developer message "
+                "(Codex drops system messages from a session it resumes)",
+                index=index,
+            )
+        )
+        item = {**item, "role": "developer"}
+        role = "developer"
+    content = item.get("content")
+    if not isinstance(content, list):
+        return item
+    if role == "assistant":
+        if not any(isinstance(p, dict) and p.get("type") == "refusal" for p in content):
+            return item
+        parts = []
+        for part in content:
+            if isinstance(part, dict) and part.get("type") == "refusal":
+                part = {
+                    "type": "output_text",
+                    "text": str(part.get("refusal", "")),
+                    "annotations": [],
+                }
+                warnings.append(
+                    _handoff_warning(
+                        "refusal_as_text",
+                        f"input item {index}: an assistant refusal was written as its text "
+                        "(Codex drops an assistant message holding a refusal part)",
+                        index=index,
+                    )
+                )
+            parts.append(part)
+        return {**item, "content": parts}
+    return {**item, "content": _readable_parts(content, f"a {role} message", index, warnings)}
+
+
+def _readable_parts(
+    parts: list[Any], where: str, index: int, warnings: list[WarningEvent]
+) -> list[Any]:
+    """Input parts with files and remote image URLs as text notes."""
+    out: list[Any] = []
+    for part in parts:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "input_file":
+            note, name = _document_note(part)
+            out.append({"type": "input_text", "text": note})
+            warnings.append(
+                _handoff_warning(
+                    "document_as_text",
+                    f"input item {index}: document {name} in {where} was written as a text "
+                    "note naming it (Codex drops a message or tool output holding a file "
+                    "from a session it resumes)",
+                    index=index,
+                    document=name,
+                )
+            )
+        elif kind == "input_image" and _remote_url(part.get("image_url")):
+            url = part["image_url"]
+            out.append({"type": "input_text", "text": f"[image by URL, not shown here: {url}]"})
+            warnings.append(
+                _handoff_warning(
+                    "image_url_as_text",
+                    f"input item {index}: an image by URL in {where} was written as a text "
+                    f"note with its URL (Codex does not send remote image URLs): {url}",
+                    index=index,
+                    url=url,
+                )
+            )
+        else:
+            out.append(part)
+    return out
+
+
+def _remote_url(url: Any) -> bool:
+    return isinstance(url, str) and not url.startswith("data:")
+
+
+def _document_note(part: dict[str, Any]) -> tuple[str, str]:
+    """(the text that stands for an ``input_file`` part, the name the warning gives it)."""
+    from adapters._render import parse_data_url
+
+    filename, url, file_id = part.get("filename"), part.get("file_url"), part.get("file_id")
+    if isinstance(url, str):
+        name = url
+    elif isinstance(filename, str) and filename:
+        name = filename
+    elif isinstance(file_id, str):
+        name = f"file id {file_id}"
+    else:
+        name = "(unnamed)"
+    data = part.get("file_data")
+    parsed = parse_data_url(data) if isinstance(data, str) else None
+    if parsed is None:
+        return f"[document {name} was attached here; its content is not available]", name
+    media_type, payload = parsed
+    if media_type.startswith("text/"):
+        try:
+            text = base64.b64decode(payload).decode("utf-8", errors="replace")
+        except ValueError:  # not base64 after all: named only
+            pass
+        else:
+            return f"[document {name} ({media_type}):]\n{text}", name
+    return (
+        f"[document {name} ({media_type}) was attached here; its content is not available]",
+        name,
+    )
 
 
 # ---------------------------------------------------------------- Claude Code
@@ -126,7 +333,15 @@ def render_for(
 def write_claude_transcript(
     request: dict[str, Any], *, home: Path, cwd: Path, session_id: str | None = None
 ) -> tuple[str, Path]:
-    """Write the request's ``messages`` as a Claude Code transcript; (session id, path)."""
+    """Write the request's ``messages`` as a Claude Code transcript; (session id, path).
+
+    Claude Code sends a transcript's ``thinking`` / ``redacted_thinking`` blocks back
+    only from an assistant line whose ``message.model`` is the model it runs (on a line
+    without one it strips them, as it does for another model's: the signature is bound
+    to the model). The renderer keeps signed thinking only for the request's model
+    (rules 1-2), so a line holding some names ``request["model"]``; the other lines name
+    none (their text may come from another provider).
+    """
     session_id = session_id or str(uuid.uuid4())
     directory = claude_project_dir(home, cwd)
     directory.mkdir(parents=True, exist_ok=True)
@@ -144,12 +359,28 @@ def write_claude_transcript(
             "sessionId": session_id,
             "cwd": str(cwd),
             "timestamp": _timestamp(index),
-            "message": {"role": message["role"], "content": message["content"]},
+            "message": _transcript_message(message, request["model"]),
         }
         lines.append(json.dumps(record, ensure_ascii=False))
         parent = line_id
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return session_id, path
+
+
+_THINKING_BLOCKS = ("thinking", "redacted_thinking")
+
+
+def _transcript_message(message: dict[str, Any], model: str) -> dict[str, Any]:
+    """A transcript line's ``message``: the rendered one, with the ``model`` its thinking
+    is bound to when it holds some (as Claude Code's own lines carry it)."""
+    content = message["content"]
+    body: dict[str, Any] = {"role": message["role"]}
+    if message["role"] == "assistant" and any(
+        isinstance(block, dict) and block.get("type") in _THINKING_BLOCKS for block in content
+    ):
+        body["model"] = model
+    body["content"] = content
+    return body
 
 
 # ---------------------------------------------------------------- Codex
@@ -254,13 +485,24 @@ def hand_off(
     """Write ``runtime``'s native session from ``log`` and log the switch.
 
     Appends the renderer's warnings and a ``runtime/switch`` (with the native session
-    id) to ``log`` and checkpoints. The next run of ``runtime`` on this session resumes
+    id) to ``log`` and checkpoints. A history that renders to nothing for ``runtime``
+    (all of it dropped by the cross-provider rules: the renderer warns
+    ``empty_history``) is a :class:`HandoffError`: nothing is written or logged. The next run of ``runtime`` on this session resumes
     the written native session (:func:`universal_event.runtimes.current_native_session`).
     """
     messages = log.derive_messages()
     if not messages:
         raise HandoffError(f"session {log.session_id!r} has no history to hand over")
     request, warnings = render_for(runtime, messages, model)
+    history = request["messages"] if runtime == "claude-code" else request["input"]
+    if not history:
+        # An empty native session cannot be resumed ("No conversation found"), and a
+        # switch to it would be resumed again by every later run: hand nothing over.
+        why = "; ".join(f"{w.code}: {w.message}" for w in warnings) or "no warnings"
+        raise HandoffError(
+            f"session {log.session_id!r}: its history renders to nothing for {runtime} "
+            f"(an empty rendered history: {why}); nothing was handed over"
+        )
     if runtime == "claude-code":
         if claude_home is None:
             raise HandoffError("a hand-off to claude-code needs Claude Code's home directory")
