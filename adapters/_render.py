@@ -129,6 +129,7 @@ __all__ = [
     "unknown_role",
     "same_model",
     "same_origin",
+    "setting_shape_problem",
     "warning",
     "with_error_mark",
     "without_error_mark",
@@ -1297,28 +1298,32 @@ _PORTABLE = ("temperature", "top_p", "stream")
 
 
 def _neutral_tool_choice(api: str | None, choice: Any) -> Any:
-    """``auto`` | ``none`` | ``required`` | ``{"name": ...}`` from any api's tool_choice."""
+    """``auto`` | ``none`` | ``required`` | ``{"name": ...}`` from any api's tool_choice;
+    None for one this cannot read (it is then dropped, with a warning)."""
     if isinstance(choice, str):
         return choice
     if not isinstance(choice, dict):
         return None
     kind = choice.get("type")
+    if not isinstance(kind, str):
+        return None
     if api == "messages":
         if kind == "tool":
-            return {"name": choice.get("name")}
+            name = choice.get("name")
+            return {"name": name} if isinstance(name, str) else None
         return "required" if kind == "any" else kind
     if kind == "function":
         function = choice.get("function")
         name = function.get("name") if isinstance(function, dict) else choice.get("name")
-        return {"name": name}
+        return {"name": name} if isinstance(name, str) else None
     return None
 
 
 def _native_tool_choice(api: str, choice: Any) -> Any:
-    if choice is None:
-        return None
-    if isinstance(choice, dict) and isinstance(choice.get("name"), str):
+    if isinstance(choice, dict):  # {"name": str}, as _neutral_tool_choice gives it
         choice = {"name": map_tool_name(choice["name"], api)}  # as the tool is declared
+    elif not isinstance(choice, str):
+        return None
     if api == "messages":
         if isinstance(choice, dict):
             return {"type": "tool", "name": choice["name"]}
@@ -1358,8 +1363,12 @@ def translate_sampling(
     ``reasoning_effort``, Responses ``reasoning.effort``). Each dropped setting is
     named in a ``setting_dropped`` warning, and so is one the target model's family
     does not take (:data:`_MODEL_REFUSES`), whatever api the settings came from.
+    A setting of the wrong shape for its api (:func:`setting_shape_problem`: a header
+    stored before :func:`parse_header` refused them) is dropped first, with a
+    ``setting_dropped`` warning saying what is wrong with it.
     """
     warnings: list[WarningEvent] = []
+    sampling = _well_shaped(sampling, source_api, warnings)
     if source_api == target_api:
         out = dict(sampling)
         _drop_refused_by_model(out, target_api, target_model, warnings)
@@ -1369,6 +1378,190 @@ def translate_sampling(
     if "thinking" in out:  # translated from a reasoning effort
         _fit_thinking(out, warnings)
     return out, warnings
+
+
+_MISSING: Any = object()
+_ShapeProblem = tuple[str, str]
+"""Where below a setting (``""``, ``".budget_tokens"``) and what is wrong there."""
+_Shape = Callable[[Any], _ShapeProblem | None]
+
+
+def _kind_of(value: Any) -> str:
+    if value is _MISSING:
+        return "missing"
+    if value is None:
+        return "null"
+    return next((name for kind, name in _KINDS if isinstance(value, kind)), type(value).__name__)
+
+
+_KINDS: tuple[tuple[type, str], ...] = (
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a number"),
+    (str, "a string"),
+    (list, "an array"),
+    (dict, "an object"),
+)
+
+
+def _wrong(where: str, expected: str, value: Any) -> _ShapeProblem:
+    return where, f"must be {expected} (it is {_kind_of(value)})"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _number_shape(value: Any) -> _ShapeProblem | None:
+    return None if _is_number(value) else _wrong("", "a number", value)
+
+
+def _count_shape(value: Any) -> _ShapeProblem | None:
+    """A token count: an integer (``8000.0`` too, as a JSON parser may give it)."""
+    whole = _is_number(value) and (isinstance(value, int) or value.is_integer())
+    return None if whole else _wrong("", "an integer", value)
+
+
+def _flag_shape(value: Any) -> _ShapeProblem | None:
+    return None if isinstance(value, bool) else _wrong("", "a boolean", value)
+
+
+def _text_shape(value: Any) -> _ShapeProblem | None:
+    return None if isinstance(value, str) else _wrong("", "a string", value)
+
+
+def _texts_shape(value: Any) -> _ShapeProblem | None:
+    if not isinstance(value, list):
+        return _wrong("", "an array of strings", value)
+    bad = next((i for i, item in enumerate(value) if not isinstance(item, str)), None)
+    return None if bad is None else _wrong(f"[{bad}]", "a string", value[bad])
+
+
+def _stop_shape(value: Any) -> _ShapeProblem | None:
+    """Chat's ``stop``: one string or a list of them."""
+    if isinstance(value, str | list):
+        return _texts_shape([value] if isinstance(value, str) else value)
+    return _wrong("", "a string or an array of strings", value)
+
+
+def _field_problem(value: dict[str, Any], path: str, shape: _Shape) -> _ShapeProblem | None:
+    """``shape``'s problem with the field at ``path`` (``.a.b``) of ``value``, if any;
+    an object on the way that is not one (or missing) is the problem named."""
+    *outer, last = path.split(".")[1:]
+    node: Any = value
+    where = ""
+    for key in outer:
+        where += f".{key}"
+        node = node.get(key, _MISSING)
+        if not isinstance(node, dict):
+            return _wrong(where, "an object", node)
+    problem = shape(node.get(last, _MISSING))
+    return None if problem is None else (path + problem[0], problem[1])
+
+
+def _thinking_shape(value: Any) -> _ShapeProblem | None:
+    """Anthropic ``thinking``: ``{"type": str, "budget_tokens"?: int}``."""
+    if not isinstance(value, dict):
+        return _wrong("", "an object", value)
+    if (problem := _field_problem(value, ".type", _text_shape)) is not None:
+        return problem
+    budget = value.get("budget_tokens")
+    return None if budget is None else _field_problem(value, ".budget_tokens", _count_shape)
+
+
+def _reasoning_shape(value: Any) -> _ShapeProblem | None:
+    """Responses ``reasoning``: ``{"effort"?: str}``."""
+    if not isinstance(value, dict):
+        return _wrong("", "an object", value)
+    effort = value.get("effort")
+    return None if effort is None else _field_problem(value, ".effort", _text_shape)
+
+
+def _tool_choice_shape(api: str) -> _Shape:
+    """``tool_choice``: Anthropic's an object (``{"type": "tool", "name"}`` names the
+    tool); OpenAI's a string or an object (a ``function`` one names the function,
+    under ``function.name`` in Chat, ``name`` in Responses)."""
+    named = {"messages": ("tool", ".name"), "chat": ("function", ".function.name")}
+    kind_named, name_path = named.get(api, ("function", ".name"))
+
+    def shape(value: Any) -> _ShapeProblem | None:
+        if isinstance(value, str) and api != "messages":
+            return None
+        if not isinstance(value, dict):
+            expected = "an object" if api == "messages" else "a string or an object"
+            return _wrong("", expected, value)
+        if (problem := _field_problem(value, ".type", _text_shape)) is not None:
+            return problem
+        if value["type"] == kind_named:
+            return _field_problem(value, name_path, _text_shape)
+        return None
+
+    return shape
+
+
+_PORTABLE_SHAPES: dict[str, _Shape] = {
+    "temperature": _number_shape,
+    "top_p": _number_shape,
+    "stream": _flag_shape,
+    "max_tokens": _count_shape,
+}
+_SETTING_SHAPES: dict[str, dict[str, _Shape]] = {
+    "messages": {
+        **_PORTABLE_SHAPES,
+        "stop_sequences": _texts_shape,
+        "thinking": _thinking_shape,
+        "tool_choice": _tool_choice_shape("messages"),
+    },
+    "chat": {
+        **_PORTABLE_SHAPES,
+        "max_completion_tokens": _count_shape,
+        "stop": _stop_shape,
+        "reasoning_effort": _text_shape,
+        "tool_choice": _tool_choice_shape("chat"),
+    },
+    "responses": {
+        **_PORTABLE_SHAPES,
+        "max_output_tokens": _count_shape,
+        "reasoning": _reasoning_shape,
+        "tool_choice": _tool_choice_shape("responses"),
+    },
+}
+"""The settings :func:`translate_sampling` reads, per api, and the shape each must have
+(null is always taken: not set). Any other setting is passed on or dropped unread."""
+
+
+def setting_shape_problem(api: str | None, key: str, value: Any) -> _ShapeProblem | None:
+    """What is wrong with the shape of setting ``key`` of an ``api`` request:
+    ``(path, problem)`` (``("thinking.budget_tokens", "must be an integer (it is a
+    string)")``), or None when the renderers can read it (or do not read it)."""
+    shape = _SETTING_SHAPES.get(api or "", _PORTABLE_SHAPES).get(key)
+    if shape is None or value is None:
+        return None
+    problem = shape(value)
+    return None if problem is None else (key + problem[0], problem[1])
+
+
+def _well_shaped(
+    sampling: dict[str, Any], api: str | None, warnings: list[WarningEvent]
+) -> dict[str, Any]:
+    """``sampling`` without the settings of the wrong shape, named in one warning."""
+    problems = {
+        key: problem
+        for key, value in sampling.items()
+        if (problem := setting_shape_problem(api, key, value)) is not None
+    }
+    if not problems:
+        return sampling
+    warnings.append(
+        warning(
+            "setting_dropped",
+            "settings of the wrong shape were not sent: "
+            + "; ".join(f"{path} {problem}" for path, problem in problems.values()),
+            settings=sorted(problems),
+            problems=dict(problems.values()),
+        )
+    )
+    return {key: value for key, value in sampling.items() if key not in problems}
 
 
 def _translated_sampling(
@@ -1901,8 +2094,18 @@ def parse_header(
 ) -> RequestHeaderEvent:
     """A request body's ``request/header``: every key that is not history (nor model,
     system or tools) is a setting. A ``model`` that is not a string is dropped (the
-    header would not decode back)."""
+    header would not decode back). A setting the renderers read, of the wrong shape
+    (:func:`setting_shape_problem`), is a :class:`DecodeError` naming it
+    (``$.thinking.budget_tokens``)."""
     model = body.get("model")
+    sampling = {key: value for key, value in body.items() if key not in history_keys}
+    for key, value in sampling.items():
+        problem = setting_shape_problem(api, key, value)
+        if problem is not None:
+            path, what = problem
+            raise DecodeError(
+                f"request body of the wrong shape: setting {path} {what}", path=f"$.{path}"
+            )
     return RequestHeaderEvent(
         provider=provider,
         api=api,
@@ -1910,6 +2113,6 @@ def parse_header(
         system=system,
         system_parts=system_parts,
         tools=tools,
-        sampling={key: value for key, value in body.items() if key not in history_keys},
+        sampling=sampling,
         source=source(runtime, "request"),
     )

@@ -32,7 +32,10 @@ JSON body, or JSON lines of events), a ``str``, a ``dict``, the SDK's typed even
 ``Response`` object, or an ``openai.APIStatusError``. Caller-sent tool results
 (``function_call_output`` and the other ``*_call_output`` input items) go through
 :meth:`OpenAIResponsesAdapter.tool_outputs` (or ``feed`` one as a dict) and become
-``tool/result``; HTTP error bodies through :meth:`OpenAIResponsesAdapter.http_error`.
+``tool/result``; HTTP error bodies through :meth:`OpenAIResponsesAdapter.http_error`
+(with their status). An error body (``{"error": {...}}``) fed as such, whole or as an
+SSE ``data:`` line, is an ``error`` event too (its status unknown), as openai-chat makes
+it; inside a response, ``close`` then ends that response ``failed``.
 :func:`tap` / :func:`atap` wrap the generic :mod:`adapters._tap` for ``openai`` streams.
 
 A response with no output (one that failed before producing any) gets no
@@ -533,10 +536,26 @@ class OpenAIResponsesAdapter(Adapter):
         return self._dispatch(event)
 
     def _on_undeclared(self, raw: Mapping[str, Any], problem: str) -> list[Event]:
-        """A payload the wire structs do not declare: quiet, a body, or native/unknown."""
+        """A payload the wire structs do not declare: quiet, a body, an error body, or
+        native/unknown."""
         native_type = raw.get("type")
         if raw.get("object") == "response":
             return self._on_response_body(raw)
+        error = raw.get("error")
+        if native_type is None and (
+            isinstance(error, Mapping) or (isinstance(error, str) and error)
+        ):
+            # An OpenAI error body, ``{"error": {"code", "message", "type", "param"}}``:
+            # fed whole (an HTTP error answer saved without its status) or as an SSE
+            # ``data:`` line (where the SDK raises ``APIError``, see :meth:`api_error`).
+            # The same ``error`` event as those paths and as openai-chat's; ``native`` is
+            # the whole body, as :meth:`http_error` keeps it.
+            event = (
+                wire.StreamError(error=dict(error))
+                if isinstance(error, Mapping)
+                else wire.StreamError(message=error)
+            )
+            return self._on_error(event, native=dict(raw))
         events = self._check_sequence(raw.get("sequence_number"), native_type)
         if native_type in _QUIET_TYPES:
             return events
@@ -934,7 +953,7 @@ class OpenAIResponsesAdapter(Adapter):
                 )
         return events
 
-    def _on_error(self, event: wire.StreamError) -> list[Event]:
+    def _on_error(self, event: wire.StreamError, native: Any = None) -> list[Event]:
         nested = event.error or {}
         code = event.code or nested.get("code") or nested.get("type")
         message = event.message or nested.get("message") or "stream error"
@@ -949,7 +968,7 @@ class OpenAIResponsesAdapter(Adapter):
                 message=str(message),
                 code=str(code) if code is not None else None,
                 retryable=_retryable(code, None),
-                native=msgspec.to_builtins(event),
+                native=native if native is not None else msgspec.to_builtins(event),
             )
         ]
 
