@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -18,8 +19,10 @@ import msgspec
 
 from universal_event.errors import (
     CorruptEventError,
+    LiveSessionError,
     NotAvailableError,
     SessionNotFoundError,
+    StoreError,
     StoreNotFoundError,
     StoreURLError,
     UniversalEventError,
@@ -61,6 +64,8 @@ def _store_url(args: argparse.Namespace) -> str:
 
 def _read_input(path: str) -> bytes:
     if path == "-":
+        if sys.stdin is None:  # started with stdin closed (`<&-`)
+            raise UniversalEventError("standard input is closed: give the input as FILE")
         return sys.stdin.buffer.read()
     try:
         return Path(path).read_bytes()
@@ -85,13 +90,15 @@ def cmd_schema(args: argparse.Namespace) -> int:
         path = directory / SCHEMA_FILENAME
         if not path.is_file():
             print(
-                f"{path} does not exist: run `universal-event schema --out {directory}`",
+                f"universal-event: error: {path} does not exist: "
+                f"run `universal-event schema --out {directory}`",
                 file=sys.stderr,
             )
             return 1
         if path.read_bytes() != render_schema():
             print(
-                f"{path} is stale: run `universal-event schema --out {directory}`",
+                f"universal-event: error: {path} is stale: "
+                f"run `universal-event schema --out {directory}`",
                 file=sys.stderr,
             )
             return 1
@@ -115,7 +122,51 @@ def _open_store(args: argparse.Namespace, *, must_exist: bool = False) -> Store:
     missing sqlite file or jsonl directory is reported, not created)."""
     from universal_event.stores import open_store
 
-    return open_store(_store_url(args), must_exist=must_exist)
+    url = _store_url(args)
+    if must_exist:
+        _refuse_a_file_that_is_no_store(url)
+    return open_store(url, must_exist=must_exist)
+
+
+def _refuse_a_file_that_is_no_store(url: str) -> None:
+    """A read-only command writes nothing, so a ``sqlite:`` file that holds no store is
+    not made one (opening it would write the store's schema into it): an empty file is
+    no store yet (:class:`StoreNotFoundError`), a SQLite database without the store's
+    tables someone else's (:class:`StoreError`). Looked at read-only; anything else (a
+    missing file, one that is no database) is left to ``open_store`` to report."""
+    if not url.startswith("sqlite:"):
+        return
+    import sqlite3
+    import stat
+    from urllib.parse import quote
+
+    from universal_event.stores.sqlite import SqliteStore
+
+    try:
+        path = SqliteStore.path_of(url)
+        found = os.stat(path)
+    except (OSError, ValueError):  # missing, or a bad URL: open_store says which
+        return
+    if not stat.S_ISREG(found.st_mode):
+        return
+    if found.st_size == 0:
+        raise StoreNotFoundError(url)
+    absolute = "/" + os.path.abspath(path).lstrip("/")  # `//x` would be a URI authority
+    try:
+        conn = sqlite3.connect(f"file:{quote(absolute)}?mode=ro", uri=True)
+        try:
+            table = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+            ).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:  # not a database, or not readable so: open_store reports it
+        return
+    if table is None:
+        raise StoreError(
+            f"{path} is not a universal-event store (a SQLite database without its tables); "
+            "a command that only reads does not write to it"
+        )
 
 
 def _open_session_store(args: argparse.Namespace, session_id: str) -> Store:
@@ -141,17 +192,54 @@ def cmd_import(args: argparse.Namespace) -> int:
     events = import_events(args.runtime, _read_input(args.file))
     store = _open_store(args)
     try:
-        log = SessionLog(store, args.session)
-        first = log.next_seq
-        append_imported(log, events)
-        log.checkpoint()
-        log.close()
+        release = _hold_session(store, args.session)
+        try:
+            log = SessionLog(store, args.session, live=False)
+            first = log.next_seq
+            append_imported(log, events)
+            log.checkpoint()
+        finally:
+            if release is not None:
+                release()
         print(
             f"session {args.session}: {log.next_seq - first} events imported, {log.next_seq} in all"
         )
     finally:
         store.close()
     return 0
+
+
+_LIVE_GRACE = 1.0
+"""Seconds another process's live lock may take to go (a writer that just ended)."""
+
+
+def _hold_session(store: Store, session_id: str) -> Callable[[], None] | None:
+    """Take the session's live lock for a command that appends to it (``import``):
+    returns the release (None where the store has no such lock, or it cannot be made).
+
+    A session another process is writing live is refused, as ``repair`` refuses it: its
+    writer's next checkpoint would fail (the seqs it expects taken), and what it had not
+    stored yet would be lost. Held while appending, so no run takes the session
+    meanwhile. A lock still held a second later is a live writer (PostgreSQL lets go of
+    a dead one's when the server notices its connection closed)."""
+    hold = getattr(store, "hold_live", None)
+    if hold is None:
+        return None
+    has_live_writer = getattr(store, "has_live_writer", None)
+    deadline = time.monotonic() + _LIVE_GRACE
+    while True:
+        release: Callable[[], None] | None = hold(session_id)
+        if release is not None:
+            return release
+        if has_live_writer is None or not has_live_writer(session_id):
+            return None  # the lock cannot be made here (best effort, as for a live log)
+        if time.monotonic() >= deadline:
+            raise LiveSessionError(
+                f"session {session_id!r} is being written by another process (a run still "
+                "going); refusing to import into it: what that run has not stored yet "
+                "would be lost"
+            )
+        time.sleep(0.05)
 
 
 def cmd_events(args: argparse.Namespace) -> int:
@@ -433,7 +521,9 @@ def _runtime_options(sub: argparse.ArgumentParser) -> None:
         help="root URL of the model server (Claude Code: Anthropic Messages at /v1/messages; "
         "Codex: OpenAI Responses at /v1/responses); default: a built-in offline fake model",
     )
-    sub.add_argument("--model", default=None, help="model name (default: per runtime)")
+    sub.add_argument(
+        "--model", default=None, type=_model_name, help="model name (default: per runtime)"
+    )
     sub.add_argument(
         "--workdir",
         default="./.universal-event/runtimes",
@@ -443,7 +533,7 @@ def _runtime_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--quiet", action="store_true", help="no live event lines on stderr")
     sub.add_argument(
         "--timeout",
-        type=_seconds,
+        type=_timeout,
         default=600.0,  # universal_event.runtimes.DEFAULT_TIMEOUT
         help="seconds the run may take before the turn is interrupted and the runtime "
         "stopped (default: 600)",
@@ -493,6 +583,32 @@ def _seconds(text: str) -> float:
     return value
 
 
+_MAX_TIMEOUT = 365 * 24 * 3600.0
+"""The longest ``--timeout``: a year (the runners' watchdogs cannot wait for ever)."""
+
+
+def _timeout(text: str) -> float:
+    """``--timeout``: seconds, more than 0 and finite (``inf``, ``nan``, ``1e10`` are
+    refused: no run is meant to be unbounded from the command line)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= _MAX_TIMEOUT:  # also false for nan
+        raise argparse.ArgumentTypeError(
+            f"{text} is out of range: give seconds, more than 0 and at most "
+            f"{_MAX_TIMEOUT:.0f} (a year)"
+        )
+    return value
+
+
+def _model_name(text: str) -> str:
+    """A ``--model`` given on the command line: not blank (no API knows a model '')."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("a model name must not be empty")
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="universal-event",
@@ -534,7 +650,9 @@ def build_parser() -> argparse.ArgumentParser:
     render = add("render", cmd_render, "the SDK create() keyword arguments for a target")
     render.add_argument("--session", required=True, type=_session_id)
     render.add_argument("--to", dest="target", required=True, choices=TARGET_CHOICES)
-    render.add_argument("--model", default=None, help="target model (default: the session's)")
+    render.add_argument(
+        "--model", default=None, type=_model_name, help="target model (default: the session's)"
+    )
 
     add("sessions", cmd_sessions, "list stored sessions")
     show = add("show", cmd_show, "a readable table of a session's turns, steps, tool calls")
@@ -589,6 +707,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
+    if sys.stdout is None:  # started with stdout closed (`>&-`): refused before any work
+        print(
+            "universal-event: error: standard output is closed "
+            "(redirect it to /dev/null to discard what the command prints)",
+            file=sys.stderr,
+        )
+        return 1
     try:
         return handler(args)
     except NotAvailableError as exc:

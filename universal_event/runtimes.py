@@ -541,7 +541,9 @@ class _Watchdog:
             self._thread.start()
 
     def _watch(self, seconds: float) -> None:
-        if self._done.wait(seconds):
+        # A wait longer than the platform can time (threading.TIMEOUT_MAX, ~292 years;
+        # inf) raises OverflowError: that long is as good as for ever, the watchdog lives on.
+        if self._done.wait(min(seconds, threading.TIMEOUT_MAX)):
             return
         self.expired = True
         handle = self.handle

@@ -77,18 +77,22 @@ def run_server(*, store_url: str, host: str, port: int, dev: bool, tokens_file: 
 
     if dev and not _is_loopback(host):
         print(
-            f"universal-event: --dev serves without auth, so only on loopback, not {host!r}",
+            f"universal-event: error: --dev serves without auth, so only on loopback, not {host!r}",
             file=sys.stderr,
         )
         return 2
     try:
         tokens = None if dev else load_tokens(tokens_file)
-    except (OSError, ValueError) as exc:
-        print(f"universal-event: bad tokens: {exc}", file=sys.stderr)
+    except OSError as exc:  # the file cannot be read
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"universal-event: error: bad tokens: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"universal-event: error: bad tokens: {exc}", file=sys.stderr)
         return 2
     if not dev and tokens is None:
         print(
-            f"universal-event: serve needs tokens: --tokens-file FILE or ${TOKENS_ENV} "
+            f"universal-event: error: serve needs tokens: --tokens-file FILE or ${TOKENS_ENV} "
             "(lines `TOKEN SESSION read,write`), or --dev for a loopback-only server without auth",
             file=sys.stderr,
         )
