@@ -20,6 +20,7 @@ from typing import Any, ClassVar, TypeVar
 
 import msgspec
 
+from adapters._tap import finish_open_taps
 from universal_event._sse_frames import SSEDecoder, SSEFrame
 from universal_event.errors import UniversalEventError
 from universal_event.events import Event, EventBase, NativeUnknownEvent, Source, UserMessageEvent
@@ -165,8 +166,12 @@ class Adapter(ABC):
     def user_prompt(self, content: str | list[UserPart]) -> list[Event]:
         """The user's input, which native streams rarely echo, as a ``user/message``.
 
-        Adapters that track turns override this to open a turn with it.
+        Adapters that track turns override this to open a turn with it. A stream of this
+        adapter that a tap is still holding, which the caller stopped reading, is
+        finished first (:func:`adapters._tap.finish_open_taps`): its partial message and
+        interrupted turn are logged before the prompt. Overrides do the same.
         """
+        finish_open_taps(self)
         parts: list[UserPart] = [TextPart(text=content)] if isinstance(content, str) else content
         return [self.make(UserMessageEvent, native_type="prompt", content=parts)]
 

@@ -31,18 +31,55 @@ happen at the moments DESIGN.md asks for:
 
 A failed checkpoint raises :class:`~universal_event.errors.CheckpointError` out of the
 iteration: the caller must not go on to run the tool or send the next request.
+
+Stopping early. Python finishes an abandoned generator only when it is cleaned up: a
+``break`` out of ``async for`` leaves that to the event loop, later, and a ``break`` out
+of a ``for`` over an iterator the caller still holds, to whenever it is dropped. Two
+ways to have the stream finished in its place:
+
+* the deterministic one — use the tap as a context manager (or through
+  ``contextlib.closing`` / ``contextlib.aclosing``): the stream is finished when the
+  block is left, and a failed checkpoint raises there::
+
+      with tap(stream, adapter, log) as items:          # async with atap(...) as items:
+          for item in items:                            #     async for item in items:
+              if enough(item):
+                  break
+      # the partial message and the interrupted turn are logged and stored here
+
+* the bare form (``for item in tap(...): ... break``) is safe too: a tap the caller
+  stopped reading is registered with its adapter, and the adapter's next
+  ``user_prompt`` — or the next tap on that adapter — first finishes it (partial
+  message, ``interrupted`` turn, checkpoint), so the cut turn is logged before the next
+  prompt whatever the event loop or the garbage collector do; the cleanup that comes
+  later then does nothing. A checkpoint that fails while Python cleans the abandoned
+  tap up (where an exception cannot reach the caller) is not lost: the events stay
+  pending in the log (``log.pending``), and the adapter's next ``user_prompt`` or tap
+  retries the checkpoint and raises :class:`~universal_event.errors.CheckpointError`
+  if the store still refuses them — as does the log's next ``checkpoint()`` (a
+  ``before_request`` / ``before_tool`` guard).
+
+A prompt logged while the caller still holds a tap it has not finished (in the loop body)
+finishes that tap's stream the same way; iterating on after that feeds the adapter
+again (a long-lived stream — Claude Code's ``receive_messages()`` — goes on), and the
+tap is finished again when it ends.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import (
+    AsyncGenerator,
     AsyncIterable,
     AsyncIterator,
+    Awaitable,
     Callable,
+    Generator,
     Iterable,
     Iterator,
     Sequence,
 )
+from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
 from universal_event.events import (
@@ -58,13 +95,16 @@ from universal_event.events import (
 from universal_event.parts import ToolCallPart
 
 __all__ = [
+    "AsyncTap",
     "EventLog",
     "FeedsEvents",
     "RaisesAPIErrors",
+    "Tap",
     "aerrors_logged",
     "atap",
     "atap_sdk_stream",
     "errors_logged",
+    "finish_open_taps",
     "log_session_id",
     "needs_checkpoint",
     "tap",
@@ -120,11 +160,190 @@ def _log(events: list[Event], log: EventLog) -> None:
             log.checkpoint()
 
 
-def _finish(adapter: FeedsEvents, log: EventLog) -> None:
-    closing = adapter.close()
-    if closing:
-        log.extend(closing)
-    log.checkpoint()
+class _Run:
+    """One tap's stream: what finishing it needs, and where it stands."""
+
+    __slots__ = ("adapter", "by_caller", "dirty", "ended", "failure", "log", "paused")
+
+    def __init__(self, adapter: FeedsEvents, log: EventLog) -> None:
+        self.adapter = adapter
+        self.log = log
+        self.dirty = True
+        """The adapter may hold some of this stream (a new stream always needs a close)."""
+        self.paused = False
+        """Suspended at a ``yield``: the caller holds an item, or stopped reading."""
+        self.by_caller = False
+        """The caller closes the tap itself (``close()``/``aclose()``, a ``with`` exit)."""
+        self.ended = False
+        self.failure: Exception | None = None
+        """The checkpoint that finished the stream failed (retried before the next input)."""
+
+    def claim(self, *, paused_only: bool) -> bool:
+        """Whether the caller of this takes the finish on (only one does)."""
+        with _runs_lock:
+            if not self.dirty or (paused_only and not self.paused):
+                return False
+            self.dirty = False
+            return True
+
+    def finish(self) -> None:
+        """The adapter's ``close()`` events logged, then checkpointed."""
+        closing = self.adapter.close()
+        if closing:
+            self.log.extend(closing)
+        self.checkpoint()
+
+    def checkpoint(self) -> None:
+        try:
+            self.log.checkpoint()
+        except Exception as exc:
+            self.failure = exc  # stays registered: the next prompt / tap retries
+            raise
+        self.failure = None
+        if self.ended:
+            _unregister(self)
+
+    def end(self, *, in_cleanup: bool) -> None:
+        """The tap's generator ends: finish the stream unless a prompt did already.
+
+        ``in_cleanup``: Python is cleaning an abandoned tap up (an exception raised here
+        reaches no caller), so a failed checkpoint is kept for the next input instead.
+        """
+        try:
+            if self.claim(paused_only=False):
+                self.finish()
+        except Exception as exc:
+            if not (in_cleanup and exc is self.failure):
+                raise
+        finally:
+            self.ended = True
+            if self.failure is None:
+                _unregister(self)
+
+
+_runs: list[_Run] = []
+"""Taps not ended yet, and ended ones whose last checkpoint failed."""
+_runs_lock = threading.Lock()
+
+
+def _register(run: _Run) -> None:
+    with _runs_lock:
+        # An ended tap whose failed checkpoint the log has since made good (its own next
+        # checkpoint went through) needs no retry: let go of its adapter and log.
+        _runs[:] = [
+            other
+            for other in _runs
+            if not (other.ended and getattr(other.log, "pending", None) == 0)
+        ]
+        _runs.append(run)
+
+
+def _unregister(run: _Run) -> None:
+    with _runs_lock:
+        if run in _runs:
+            _runs.remove(run)
+
+
+def finish_open_taps(adapter: object) -> None:
+    """Before the next input through ``adapter`` (a prompt, a new tap on it): finish
+    every tap of ``adapter`` the caller stopped reading — its ``close()`` events (the
+    partial message, the ``interrupted`` turn) are logged and checkpointed now, ahead
+    of what comes next, and the tap's later cleanup does nothing — and retry the
+    checkpoint of one whose finish failed (raising
+    :class:`~universal_event.errors.CheckpointError` again while the store refuses).
+
+    A tap that is waiting for the stream's next item (another task or thread iterates
+    it) is left alone. Adapters call this from ``user_prompt``.
+    """
+    if not _runs:
+        return
+    with _runs_lock:
+        mine = [run for run in _runs if run.adapter is adapter]
+    for run in mine:
+        if run.claim(paused_only=True):
+            run.finish()
+        elif run.failure is not None:
+            run.checkpoint()
+
+
+class Tap(Iterator[T]):
+    """What :func:`tap` returns: an iterator of the stream's items (iterating it runs
+    the tap's generator itself), and a context manager that finishes the stream when
+    the block is left (:meth:`close`; ``contextlib.closing`` works the same)."""
+
+    __slots__ = ("_items", "_run")
+
+    def __init__(self, items: Generator[T, None, None], run: _Run) -> None:
+        self._items = items
+        self._run = run
+
+    def __iter__(self) -> Generator[T, None, None]:
+        return self._items
+
+    def __next__(self) -> T:
+        return next(self._items)
+
+    def send(self, value: None) -> T:
+        return self._items.send(value)
+
+    def throw(self, exc: BaseException) -> T:
+        return self._items.throw(exc)
+
+    def close(self) -> None:
+        """Stop iterating: the stream is finished now (its ``close()`` events logged and
+        checkpointed); a failed checkpoint raises here."""
+        self._run.by_caller = True
+        self._items.close()
+
+    def __enter__(self) -> Tap[T]:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class AsyncTap(AsyncIterator[T]):
+    """What :func:`atap` returns: the async :class:`Tap` (``async with``,
+    ``contextlib.aclosing``)."""
+
+    __slots__ = ("_items", "_run")
+
+    def __init__(self, items: AsyncGenerator[T, None], run: _Run) -> None:
+        self._items = items
+        self._run = run
+
+    def __aiter__(self) -> AsyncGenerator[T, None]:
+        return self._items
+
+    def __anext__(self) -> Awaitable[T]:
+        return self._items.__anext__()
+
+    def asend(self, value: None) -> Awaitable[T]:
+        return self._items.asend(value)
+
+    def athrow(self, exc: BaseException) -> Awaitable[T]:
+        return self._items.athrow(exc)
+
+    async def aclose(self) -> None:
+        """Stop iterating: the stream is finished now; a failed checkpoint raises here."""
+        self._run.by_caller = True
+        await self._items.aclose()
+
+    async def __aenter__(self) -> AsyncTap[T]:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
 
 
 def errors_logged(
@@ -152,33 +371,73 @@ async def aerrors_logged(
         raise
 
 
-def tap(stream: Iterable[T], adapter: FeedsEvents, log: EventLog) -> Iterator[T]:
-    """Yield ``stream``'s items unchanged; their events go to ``log`` (see module doc)."""
+def tap(stream: Iterable[T], adapter: FeedsEvents, log: EventLog) -> Tap[T]:
+    """Yield ``stream``'s items unchanged; their events go to ``log`` (see module doc).
+
+    The result is an iterator and a context manager (:class:`Tap`).
+    """
+    run = _Run(adapter, log)
+    return Tap(_tapped(stream, run), run)
+
+
+def _tapped(stream: Iterable[T], run: _Run) -> Generator[T, None, None]:
+    adapter, log = run.adapter, run.log
+    finish_open_taps(adapter)  # an earlier stream of this adapter, abandoned
+    _register(run)
     try:
         for item in stream:
+            run.dirty = True
             _log(adapter.feed(item), log)
+            run.paused = True
             yield item
-    finally:
-        # Normal end, a cut stream (exception) or an early ``break`` (GeneratorExit):
+            run.paused = False
+    except GeneratorExit:
+        # An early ``break`` (the caller's ``close()``, or Python cleaning the tap up):
         # whatever the adapter still holds is logged and made durable.
-        _finish(adapter, log)
+        run.paused = False
+        run.end(in_cleanup=not run.by_caller)
+        raise
+    except BaseException:  # a cut stream: the same, then the exception goes on
+        run.paused = False
+        run.end(in_cleanup=False)
+        raise
+    run.end(in_cleanup=False)
 
 
-async def atap(stream: AsyncIterable[T], adapter: FeedsEvents, log: EventLog) -> AsyncIterator[T]:
+def atap(stream: AsyncIterable[T], adapter: FeedsEvents, log: EventLog) -> AsyncTap[T]:
     """The async ``tap`` (``claude_agent_sdk.query()``, ``AsyncAnthropic`` streams).
 
     Checkpoints run inline (the stores are synchronous and short); an async caller
-    that needs them off the loop can wrap its store.
+    that needs them off the loop can wrap its store. The result is an async iterator
+    and an async context manager (:class:`AsyncTap`).
     """
+    run = _Run(adapter, log)
+    return AsyncTap(_atapped(stream, run), run)
+
+
+async def _atapped(stream: AsyncIterable[T], run: _Run) -> AsyncGenerator[T, None]:
+    adapter, log = run.adapter, run.log
+    finish_open_taps(adapter)
+    _register(run)
     try:
         async for item in stream:
+            run.dirty = True
             _log(adapter.feed(item), log)
+            run.paused = True
             yield item
-    finally:
-        _finish(adapter, log)
+            run.paused = False
+    except GeneratorExit:
+        run.paused = False
+        run.end(in_cleanup=not run.by_caller)
+        raise
+    except BaseException:
+        run.paused = False
+        run.end(in_cleanup=False)
+        raise
+    run.end(in_cleanup=False)
 
 
-def tap_sdk_stream(stream: Iterable[T], adapter: RaisesAPIErrors, log: EventLog) -> Iterator[T]:
+def tap_sdk_stream(stream: Iterable[T], adapter: RaisesAPIErrors, log: EventLog) -> Tap[T]:
     """:func:`tap` for an HTTP SDK's stream: an exception it raises mid-stream (an
     in-stream error event, a dropped connection) is logged as the adapter's ``error``
     events before it propagates (:func:`errors_logged`)."""
@@ -187,7 +446,7 @@ def tap_sdk_stream(stream: Iterable[T], adapter: RaisesAPIErrors, log: EventLog)
 
 def atap_sdk_stream(
     stream: AsyncIterable[T], adapter: RaisesAPIErrors, log: EventLog
-) -> AsyncIterator[T]:
+) -> AsyncTap[T]:
     """The async :func:`tap_sdk_stream`."""
     return atap(aerrors_logged(stream, adapter.api_error, log), adapter, log)
 

@@ -77,6 +77,7 @@ from adapters._base import (
     str_or_none,
     text_value,
 )
+from adapters._tap import finish_open_taps
 from adapters._usage import anthropic_usage
 from adapters.anthropic._request import user_part
 from adapters.anthropic._stream import AnthropicAdapter, assistant_parts, whole_block
@@ -220,7 +221,13 @@ class ClaudeCodeAdapter(Adapter):
         return out
 
     def user_prompt(self, content: str | list[UserPart]) -> list[Event]:
-        """Append the prompt given to ``query()`` / ``claude -p`` (not in the output)."""
+        """Append the prompt given to ``query()`` / ``claude -p`` (not in the output).
+
+        A tap of this adapter the caller stopped reading is finished first
+        (:func:`adapters._tap.finish_open_taps`: an unfinished turn ends ``interrupted``
+        before the prompt).
+        """
+        finish_open_taps(self)
         parts: list[UserPart] = [TextPart(text=content)] if isinstance(content, str) else content
         out: list[Event] = []
         self._flush(out)

@@ -30,6 +30,11 @@ REQUEST_RUNTIMES: dict[str, str] = {
 """``<target>-request`` runtime → the request-format package whose ``parse_request``
 reads a provider request body (a history held in that provider's format)."""
 
+_DOCUMENT_RUNTIMES = frozenset({"anthropic", "openai-chat", "openai-responses"})
+"""Runtimes whose input may be one JSON document (a non-streamed response). The others
+read JSON lines, and a capture of one line is a line: its events get the ids they keep
+once the capture has grown (numbered as a document, they were logged again)."""
+
 _CHUNK = 1 << 16
 _BOM = b"\xef\xbb\xbf"
 
@@ -96,12 +101,15 @@ def import_events(runtime: str, data: bytes) -> list[Event]:
 
     The log is idempotent by event id, so importing the same input again adds nothing,
     and importing it again once it has grown (a capture still being written, a
-    transcript with new turns) adds only what the new lines complete. Turn ids the
+    transcript with new turns) adds only what the new lines complete — a last line
+    without its newline yet (a capture read just before the newline was written) is
+    read as if it had it, so its events keep their ids once it comes. Turn ids the
     adapter makes up (the input has none) are made stable the same way, so the events
     a grown input adds belong to the turn its first import started. What the shorter
     input's end closed (a turn cut there ends ``interrupted``) stays logged. A request
-    body, or any input that is one JSON document, is numbered from its bytes as a whole
-    (:func:`with_stable_ids`).
+    body, or an API runtime's input that is one JSON document (a non-streamed response),
+    is numbered from its bytes as a whole (:func:`with_stable_ids`); a JSON-lines
+    runtime's input of one line is numbered as its line.
     """
     data = without_bom(data)
     if runtime in REQUEST_RUNTIMES:
@@ -112,12 +120,13 @@ def import_events(runtime: str, data: bytes) -> list[Event]:
 
     from adapters import create_adapter
 
-    try:
-        msgspec.json.decode(data)
-    except msgspec.DecodeError:
-        pass  # lines (JSON lines, SSE): numbered line by line below
-    else:  # one JSON document (a non-streamed response): whole, as a request body is
-        return with_stable_ids(runtime, data, normalize_bytes(runtime, data))
+    if runtime in _DOCUMENT_RUNTIMES:
+        try:
+            msgspec.json.decode(data)
+        except msgspec.DecodeError:
+            pass  # lines (SSE): numbered line by line below
+        else:  # one JSON document (a non-streamed response): whole, as a request body is
+            return with_stable_ids(runtime, data, normalize_bytes(runtime, data))
 
     adapter = create_adapter(runtime)
     read_so_far = hashlib.sha256(runtime.encode() + b"\0")
@@ -146,9 +155,22 @@ def import_events(runtime: str, data: bytes) -> list[Event]:
     start = 0
     while start < len(data):
         end = data.find(b"\n", start)
-        end = len(data) if end < 0 else end + 1
-        line = data[start:end]
-        start = end
+        if end < 0:
+            # The last line without its newline (yet): fed and numbered as if it had it,
+            # so its events get the ids they get once the capture has grown and the line
+            # ends, and a re-import finds them logged. (Left to ``close()``, they were
+            # numbered as the end of input, and logged again by the grown import.)
+            line = data[start:]
+            start = len(data)
+            read_so_far.update(line)
+            with_newline = read_so_far.copy()
+            with_newline.update(b"\n")
+            completed = adapter.feed(line + b"\n")
+            if completed:
+                numbered(completed, with_newline.hexdigest()[:24])
+            break
+        line = data[start : end + 1]
+        start = end + 1
         read_so_far.update(line)
         completed = adapter.feed(line)
         if completed:

@@ -54,6 +54,7 @@ from adapters._base import (
     str_or_none,
     text_value,
 )
+from adapters._tap import finish_open_taps
 from adapters._usage import anthropic_usage, merge_anthropic_usage
 from adapters.anthropic import _wire
 from universal_event._sse_frames import SSEDecoder, SSEFrame
@@ -156,7 +157,12 @@ def _dump(obj: Any) -> dict[str, Any]:
     """
     if isinstance(obj, Mapping):
         return dict(obj)
-    dumped: dict[str, Any] = obj.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    # ``warnings=False``: the SDK builds its objects unvalidated, and a field of another
+    # type than declared (a float ``input_tokens`` from a compatible server) would make
+    # pydantic warn on every dump, where the SDK itself runs clean.
+    dumped: dict[str, Any] = obj.model_dump(
+        mode="json", by_alias=True, exclude_unset=True, warnings=False
+    )
     return dumped
 
 
@@ -305,9 +311,18 @@ class AnthropicAdapter(Adapter):
         return out
 
     def user_prompt(self, content: str | list[UserPart]) -> list[Event]:
-        """Append what the user asked: a new turn begins with it."""
+        """Append what the user asked: a new turn begins with it.
+
+        A stream the caller stopped reading ends first: a tap of this adapter is finished
+        (:func:`adapters._tap.finish_open_taps`), and a message still open here (fed
+        without ``message_stop`` and not closed) ends ``partial`` with its turn
+        ``interrupted``, as :meth:`close` ends it — not ``completed``.
+        """
+        finish_open_taps(self)
         parts: list[UserPart] = [TextPart(text=content)] if isinstance(content, str) else content
         out: list[Event] = []
+        if self._message is not None or self._mode is not None:
+            out.extend(self.close())
         if self._turn_open:
             self._end_turn(out, "completed", None)
         self._start_turn(out)

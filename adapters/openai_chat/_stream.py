@@ -3,8 +3,10 @@
 :class:`OpenAIChatAdapter` is one conversation's normaliser. ``feed`` takes raw bytes
 (an SSE stream, ``data: [DONE]`` included, cut anywhere; or a whole non-streamed
 ``chat.completion`` / error JSON body), one ``str`` line, a ``dict``, or the SDK's
-typed ``ChatCompletionChunk`` / ``ChatCompletion``. ``close()`` ends the current
-stream; the adapter may then be fed the next request's stream.
+typed ``ChatCompletionChunk`` / ``ChatCompletion`` (and the events of the SDK's
+``chat.completions.stream()`` helper: a ``chunk`` event as its chunk, the others, which
+repeat the chunks, skipped). ``close()`` ends the current stream; the adapter may then
+be fed the next request's stream.
 
 Policies (what the API leaves open, decided here once):
 
@@ -61,13 +63,21 @@ from __future__ import annotations
 import itertools
 import time
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterable, Iterable
 from typing import Any, Literal, TypeVar
 
 import msgspec
 
 from adapters._base import MALFORMED, Adapter, EventT, kept_bytes
-from adapters._tap import EventLog, atap_sdk_stream, log_session_id, tap_sdk_stream
+from adapters._tap import (
+    AsyncTap,
+    EventLog,
+    Tap,
+    atap_sdk_stream,
+    finish_open_taps,
+    log_session_id,
+    tap_sdk_stream,
+)
 from adapters._usage import openai_usage
 from adapters.openai_chat._wire import ChatBody, Choice, Delta, ToolCallFragment, body_decoder
 from universal_event._sse_frames import SSEDecoder, SSEFrame
@@ -96,6 +106,7 @@ from universal_event.parts import (
     TextPart,
     ThinkingPart,
     ToolCallPart,
+    UserPart,
 )
 
 __all__ = ["OpenAIChatAdapter", "atap", "tap"]
@@ -109,6 +120,9 @@ _TURN_CONTINUES = frozenset({"tool_calls", "function_call"})
 """Finish reasons after which the caller runs tools and the turn goes on."""
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
 _RETRYABLE_CODES = frozenset({"rate_limit_exceeded", "server_error", "overloaded"})
+
+_SDK_HELPER_MODULE = "openai.lib.streaming.chat"
+"""Where the events of ``client.chat.completions.stream()`` are defined."""
 
 _any_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
@@ -228,8 +242,21 @@ class OpenAIChatAdapter(Adapter):
         elif isinstance(native, dict):
             self._feed_dict(native, out)
         elif hasattr(native, "model_dump"):
-            # The SDK's pydantic models: ChatCompletionChunk, ChatCompletion.
-            dumped = native.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            # The SDK's pydantic models: ChatCompletionChunk, ChatCompletion; and the
+            # events of its ``chat.completions.stream()`` helper: a ``chunk`` event
+            # carries the raw chunk, the others (``content.delta``, ``content.done``,
+            # ``tool_calls.function.arguments.done``, ...) only repeat what the chunks say.
+            if type(native).__module__.startswith(_SDK_HELPER_MODULE):
+                chunk = getattr(native, "chunk", None)
+                if getattr(native, "type", None) != "chunk" or chunk is None:
+                    return out
+                native = chunk
+            # ``warnings=False``: the SDK builds its objects unvalidated, and a field of
+            # another type than declared (a float ``created``) would make pydantic warn
+            # on every dump, where the SDK itself runs clean.
+            dumped = native.model_dump(
+                mode="json", by_alias=True, exclude_unset=True, warnings=False
+            )
             self._feed_dict(dumped, out)
         else:
             raise AdapterError(
@@ -250,6 +277,19 @@ class OpenAIChatAdapter(Adapter):
         self._mode = None
         if self._response is not None:
             self._end_response(out)
+        return out
+
+    def user_prompt(self, content: str | list[UserPart]) -> list[Event]:
+        """The user's input as a ``user/message``.
+
+        A response still open (fed without its end, not closed: the caller stopped
+        reading) ends first, as :meth:`close` ends it — partial messages, ``interrupted``
+        step and turn — and so does a tap of this adapter the caller stopped reading
+        (:func:`adapters._tap.finish_open_taps`).
+        """
+        finish_open_taps(self)
+        out = self.close() if self._response is not None or self._mode is not None else []
+        out.extend(super().user_prompt(content))
         return out
 
     def http_error(self, status: int, body: Any) -> list[Event]:
@@ -861,14 +901,15 @@ def _citation(annotation: Any) -> Citation:
 T = TypeVar("T")
 
 
-def tap(
-    stream: Iterable[T], log: EventLog, *, adapter: OpenAIChatAdapter | None = None
-) -> Iterator[T]:
+def tap(stream: Iterable[T], log: EventLog, *, adapter: OpenAIChatAdapter | None = None) -> Tap[T]:
     """Iterate an ``openai`` Chat stream unchanged while its events go to ``log``.
 
     ``for chunk in tap(client.chat.completions.create(..., stream=True), log): ...``
-    The generic :func:`adapters._tap.tap` (checkpoints, ``close()`` at the end) plus one
-    Chat rule: an error the SDK raises mid-stream (``data: {"error": ...}`` becomes
+    (or the SDK's ``client.chat.completions.stream(...)`` helper: its ``chunk`` events
+    are logged as the chunks they carry, the events it derives from them are not logged
+    again). The generic :func:`adapters._tap.tap` (checkpoints, ``close()`` at the end;
+    ``with tap(...) as chunks:`` finishes a stream left early at the block's end) plus
+    one Chat rule: an error the SDK raises mid-stream (``data: {"error": ...}`` becomes
     ``openai.APIError``; a dropped connection ``APIConnectionError``) is logged as an
     ``error`` event before it propagates. Pass the conversation's ``adapter`` to keep
     an agent loop's requests in one turn.
@@ -878,7 +919,7 @@ def tap(
 
 def atap(
     stream: AsyncIterable[T], log: EventLog, *, adapter: OpenAIChatAdapter | None = None
-) -> AsyncIterator[T]:
+) -> AsyncTap[T]:
     """:func:`tap` for ``AsyncOpenAI`` streams (``async for``)."""
     return atap_sdk_stream(
         stream, adapter or OpenAIChatAdapter(session_id=log_session_id(log)), log
