@@ -6,10 +6,17 @@ normalises streamed and non-streamed responses.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterable, Iterable
 from typing import TypeVar
 
-from adapters._tap import EventLog, atap_sdk_stream, log_session_id, tap_sdk_stream
+from adapters._tap import (
+    AsyncTap,
+    EventLog,
+    Tap,
+    atap_sdk_stream,
+    log_session_id,
+    tap_sdk_stream,
+)
 from adapters.anthropic._request import parse_request, render_request
 from adapters.anthropic._stream import AnthropicAdapter
 
@@ -18,9 +25,7 @@ __all__ = ["AnthropicAdapter", "atap", "parse_request", "render_request", "tap"]
 T = TypeVar("T")
 
 
-def tap(
-    stream: Iterable[T], log: EventLog, *, adapter: AnthropicAdapter | None = None
-) -> Iterator[T]:
+def tap(stream: Iterable[T], log: EventLog, *, adapter: AnthropicAdapter | None = None) -> Tap[T]:
     """Iterate an ``anthropic`` Messages stream unchanged while its events go to ``log``.
 
     ``for event in tap(client.messages.create(..., stream=True), log): ...`` — the
@@ -35,6 +40,6 @@ def tap(
 
 def atap(
     stream: AsyncIterable[T], log: EventLog, *, adapter: AnthropicAdapter | None = None
-) -> AsyncIterator[T]:
+) -> AsyncTap[T]:
     """:func:`tap` for ``AsyncAnthropic`` streams (``async for``)."""
     return atap_sdk_stream(stream, adapter or AnthropicAdapter(session_id=log_session_id(log)), log)

@@ -51,13 +51,20 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from typing import Any, ClassVar, Literal, TypeVar
 
 import msgspec
 
 from adapters._base import MALFORMED, Adapter, kept_bytes, str_or_none
-from adapters._tap import EventLog, atap_sdk_stream, log_session_id, tap_sdk_stream
+from adapters._tap import (
+    AsyncTap,
+    EventLog,
+    Tap,
+    atap_sdk_stream,
+    log_session_id,
+    tap_sdk_stream,
+)
 from adapters._usage import openai_usage
 from adapters.openai_responses import _wire as wire
 from adapters.openai_responses._items import (
@@ -1151,7 +1158,7 @@ T = TypeVar("T")
 
 def tap(
     stream: Iterable[T], log: EventLog, *, adapter: OpenAIResponsesAdapter | None = None
-) -> Iterator[T]:
+) -> Tap[T]:
     """Iterate an ``openai`` Responses stream unchanged while its events go to ``log``.
 
     ``for event in tap(client.responses.create(..., stream=True), log): ...`` — the
@@ -1168,7 +1175,7 @@ def tap(
 
 def atap(
     stream: AsyncIterable[T], log: EventLog, *, adapter: OpenAIResponsesAdapter | None = None
-) -> AsyncIterator[T]:
+) -> AsyncTap[T]:
     """:func:`tap` for ``AsyncOpenAI`` streams (``async for``)."""
     return atap_sdk_stream(
         stream, adapter or OpenAIResponsesAdapter(session_id=log_session_id(log)), log
