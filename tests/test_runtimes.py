@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import unicodedata
+from pathlib import Path
+
+import pytest
+
 from universal_event.events import Event, RequestHeaderEvent, SessionStartEvent
 from universal_event.log import SessionLog
-from universal_event.runtimes import _RunLog
+from universal_event.runtimes import _claude_project_name, _RunLog, claude_project_dir
 
 
 def _run(log: SessionLog, *events: Event) -> list[Event]:
@@ -63,3 +69,87 @@ def test_a_watchdog_still_expires() -> None:
     assert dog._thread is not None
     dog._thread.join(timeout=5)
     assert dog.expired and dog.killed  # no turn to interrupt, no app-server to kill
+
+
+# ---------------------------------------------------------------- claude_project_dir
+
+# Each name below is what the real Claude Code 2.1.332 (bundled with claude_agent_sdk)
+# made when run in that very directory (created for the purpose, under a fake model
+# server on loopback): <home>/.claude/projects/<name>. The paths need not exist here.
+_BASE = "/tmp/ue-claude-names"
+_PREFIX = "-tmp-ue-claude-names-"
+CLAUDE_CODE_NAMES = [
+    # one "-" per UTF-16 code unit: ö is one, the emoji two
+    (_BASE + "/w\u00f6rk-\U0001f680", _PREFIX + "w-rk---"),
+    # not normalised: o + combining diaeresis (NFD) is "o-"
+    (_BASE + "/wo\u0308rk", _PREFIX + "wo-rk"),
+    (_BASE + "/\u65e5\u672c\u8a9e", _PREFIX + "---"),
+    # 200 characters: kept whole
+    (_BASE + "/" + "a" * 179, _PREFIX + "a" * 179),
+    # 201 and more: cut to 200, "-" + base-36 hash of the path (negative hashes here)
+    (_BASE + "/" + "b" * 180, _PREFIX + "b" * 179 + "-o4uqn4"),
+    (_BASE + "/" + "d" * 100 + "/" + "e" * 108, _PREFIX + "d" * 100 + "-" + "e" * 78 + "-wdzyy9"),
+    # ... positive hashes; the old code made a name longer than 255 of these two
+    (_BASE + "/" + "d" * 100 + "/" + "f" * 178, _PREFIX + "d" * 100 + "-" + "f" * 78 + "-npwnpr"),
+    (_BASE + "/" + "g" * 200 + "/" + "h" * 200, _PREFIX + "g" * 179 + "-53y3rj"),
+    # 182 code points but 242 UTF-16 units: cut, and hashed over the units
+    (
+        _BASE + "/" + "d" * 100 + "/" + "\U0001f680" * 60,
+        _PREFIX + "d" * 100 + "-" + "-" * 78 + "-ou9bk3",
+    ),
+]
+
+
+@pytest.mark.parametrize(("cwd", "name"), CLAUDE_CODE_NAMES)
+def test_claude_project_dir_names_a_project_as_claude_code_does(cwd: str, name: str) -> None:
+    assert _claude_project_name(cwd) == name
+
+
+def test_claude_project_dir_follows_a_symlinked_cwd(tmp_path: Path) -> None:
+    """Claude Code's cwd is the kernel's (getcwd): the link resolved, not ``$PWD``
+    (verified with the real CLI: run in ``…/link`` it wrote under ``…-real``)."""
+    root = Path(os.path.realpath(tmp_path))
+    (root / "real" / "sub").mkdir(parents=True)
+    (root / "link").symlink_to(root / "real")
+    home = root / "home"
+    for cwd, name in [
+        (root / "link", "real"),
+        (root / "link" / "sub", "real-sub"),
+        (root / "link" / "sub" / ".." / "new", "real-new"),
+    ]:
+        project = claude_project_dir(home, cwd)
+        assert project == home / ".claude" / "projects" / (
+            _claude_project_name(str(root)) + "-" + name
+        )
+
+
+def test_claude_project_dir_resolves_a_relative_cwd_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runner starts the CLI here with that ``cwd``; Claude Code names the project
+    after the absolute path (verified with the real CLI)."""
+    root = Path(os.path.realpath(tmp_path))
+    (root / "real").mkdir()
+    monkeypatch.chdir(root)
+    project = claude_project_dir(root / "home", Path("real"))
+    assert project == root / "home" / ".claude" / "projects" / _claude_project_name(
+        str(root / "real")
+    )
+
+
+def test_claude_project_dir_is_under_the_nfc_form_of_home(tmp_path: Path) -> None:
+    """Claude Code looks under ``$HOME/.claude`` normalised to NFC (verified with the
+    real CLI: given an NFD ``$HOME`` it wrote under the NFC one)."""
+    nfd = tmp_path / unicodedata.normalize("NFD", "h\u00f6me")
+    project = claude_project_dir(nfd, tmp_path / "work")
+    assert project.parent == tmp_path / "h\u00f6me" / ".claude" / "projects"
+
+
+def test_claude_project_dir_of_a_long_cwd_can_be_made(tmp_path: Path) -> None:
+    """A cwd whose full name is far past 255 characters still gives a directory name
+    of at most 207 (200 + "-" + hash): the transcript can be written."""
+    cwd = tmp_path / ("d" * 200) / ("\U0001f680" * 60) / ("e" * 200)
+    project = claude_project_dir(tmp_path / "home", cwd)
+    assert len(project.name) <= 207
+    project.mkdir(parents=True)
+    (project / "session.jsonl").write_text("{}\n")

@@ -41,6 +41,7 @@ import shutil
 import signal
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -248,9 +249,86 @@ class RunResult:
     end within the runner's ``timeout``."""
 
 
+_CLAUDE_PROJECT_NAME_MAX = 200
+"""Claude Code cuts a project directory's name to this many characters (then ``-<hash>``)."""
+
+
 def claude_project_dir(home: Path, cwd: Path) -> Path:
-    """Where Claude Code keeps a project's transcripts: every non-alphanumeric → '-'."""
-    return home / ".claude" / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(cwd))
+    """Where Claude Code (``$HOME`` = ``home``) keeps the transcripts of a run in ``cwd``.
+
+    ``<home>/.claude/projects/<name>``, ``<name>`` made as Claude Code 2.1.332 makes it
+    (the CLI bundled with ``claude_agent_sdk``; its minified code, found next to the
+    ``"projects"`` directory and the constant 200)::
+
+        var jae=200;
+        function Nle(n){let t=0;for(let r=0;r<n.length;r++)t=(t<<5)-t+n.charCodeAt(r)|0;return t}
+        function me(e){return Math.abs(Nle(e)).toString(36)}
+        function w(e){return e.replace(/[^a-zA-Z0-9]/g,"-")}
+        function J$(e){let n=w(e);if(n.length<=jae)return n;return`${n.slice(0,jae)}-${me(e)}`}
+        function LO(e){return dwt()??J$(e)}      // dwt(): CLAUDE_CODE_PROJECT_DIR_NAME
+        function Am(){return S(rt(),"projects")} // rt(): $CLAUDE_CONFIG_DIR or ~/.claude
+
+    applied to its original working directory, ``process.cwd()``: the path the kernel
+    gives (``getcwd``), symlinks resolved, absolute; not ``$PWD``, and not Unicode
+    normalised. ``rt()`` is ``(… ?? join(homedir(), ".claude")).normalize("NFC")``: the
+    ``.claude`` directory is looked for under the NFC form of ``$HOME``. So here:
+
+    * ``home/.claude`` is taken in NFC (a home named in NFD is another directory on
+      Linux, where Claude Code would not look);
+    * ``cwd`` is resolved (:func:`os.path.realpath`, against this process's working
+      directory when relative, as the runner's CLI is started here with that ``cwd``);
+    * every UTF-16 code unit that is not an ASCII letter or digit becomes ``-`` (an
+      emoji, two code units, becomes ``--``; ``ö`` one ``-``);
+    * a name longer than 200 characters is cut to 200 and ``-`` + the base-36 absolute
+      value of the Java-style 32-bit string hash (``h = 31*h + unit``) of the resolved
+      path is appended: at most 207 characters, always a valid file name.
+
+    ``CLAUDE_CONFIG_DIR`` / ``CLAUDE_CODE_PROJECT_DIR_NAME`` (which the runner does not
+    set) would move the directory; they are not followed here.
+    """
+    config = Path(unicodedata.normalize("NFC", os.path.join(home, ".claude")))
+    return config / "projects" / _claude_project_name(os.path.realpath(cwd))
+
+
+def _claude_project_name(path: str) -> str:
+    """Claude Code's directory name for the (already resolved) working directory ``path``.
+
+    See :func:`claude_project_dir`. (A path with bytes that are not UTF-8, one lone
+    surrogate each here, is not checked against Claude Code: the runner cannot start
+    the CLI in such a directory.)
+    """
+    units = _utf16_units(path)
+    name = "".join(chr(unit) if unit in _ASCII_ALNUM else "-" for unit in units)
+    if len(name) <= _CLAUDE_PROJECT_NAME_MAX:
+        return name
+    digest = 0
+    for unit in units:
+        digest = (digest * 31 + unit) & 0xFFFFFFFF
+    if digest >= 1 << 31:
+        digest -= 1 << 32
+    return f"{name[:_CLAUDE_PROJECT_NAME_MAX]}-{_base36(abs(digest))}"
+
+
+_ASCII_ALNUM = frozenset(
+    ord(c) for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+)
+
+
+def _utf16_units(text: str) -> list[int]:
+    """The UTF-16 code units of ``text`` (JavaScript's string indices)."""
+    data = text.encode("utf-16-le", "surrogatepass")
+    return [int.from_bytes(data[i : i + 2], "little") for i in range(0, len(data), 2)]
+
+
+def _base36(number: int) -> str:
+    """``number.toString(36)`` for a number >= 0."""
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        number, digit = divmod(number, 36)
+        out = digits[digit] + out
+        if number == 0:
+            return out
 
 
 def last_runtime(events: Iterable[Event]) -> str | None:
