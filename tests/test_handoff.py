@@ -344,3 +344,25 @@ def test_render_for_codex_keeps_what_codex_reads_as_it_is() -> None:
     request, warnings = render_for("codex", log.derive_messages(), "gpt-5.5")
     assert warnings == []
     assert request["input"][0]["content"][1]["image_url"].startswith("data:image/png;base64,")
+
+
+@pytest.mark.parametrize("runtime", ["claude-code", "codex"])
+def test_a_session_file_the_system_refuses_is_a_handoff_error(runtime: Any, tmp_path: Path) -> None:
+    """A home the runtime's session file cannot be written in (here: a file where its
+    directory must go) is a HandoffError naming the file, and no switch is logged."""
+    log = _log("codex" if runtime == "claude-code" else "claude-code")
+    _user(log, "hello")
+    _assistant(log, CLAUDE_ORIGIN if runtime == "codex" else CODEX_ORIGIN, "hi")
+    before = log.events()
+    blocked = tmp_path / "blocked"
+    blocked.write_text("not a directory")
+    with pytest.raises(HandoffError, match="cannot write the hand-off session file"):
+        hand_off(
+            log,
+            runtime,
+            model=CLAUDE if runtime == "claude-code" else "gpt-5.5",
+            cwd=tmp_path / "work",
+            claude_home=blocked,
+            codex_home=blocked,
+        )
+    assert log.events() == before

@@ -343,9 +343,7 @@ def write_claude_transcript(
     none (their text may come from another provider).
     """
     session_id = session_id or str(uuid.uuid4())
-    directory = claude_project_dir(home, cwd)
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{session_id}.jsonl"
+    path = claude_project_dir(home, cwd) / f"{session_id}.jsonl"
     parent: str | None = None
     lines: list[str] = []
     for index, message in enumerate(request["messages"]):
@@ -363,7 +361,7 @@ def write_claude_transcript(
         }
         lines.append(json.dumps(record, ensure_ascii=False))
         parent = line_id
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    _write_native_session(path, "".join(line + "\n" for line in lines))
     return session_id, path
 
 
@@ -431,7 +429,6 @@ def write_codex_rollout(
     thread_id = thread_id or uuid7()
     now = datetime.now(UTC)
     directory = codex_home / "sessions" / now.strftime("%Y/%m/%d")
-    directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"rollout-{now.strftime('%Y-%m-%dT%H-%M-%S')}-{thread_id}.jsonl"
     started = _timestamp()
     lines: list[dict[str, Any]] = [
@@ -463,10 +460,20 @@ def write_codex_rollout(
                     "payload": {"type": "user_message", "message": text, "images": []},
                 }
             )
-    path.write_text(
-        "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8"
+    _write_native_session(
+        path, "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     )
     return thread_id, path
+
+
+def _write_native_session(path: Path, text: str) -> None:
+    """Write a runtime's session file (its directory made first); HandoffError naming
+    the file when the system refuses (a path too long, a read-only home)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise HandoffError(f"cannot write the hand-off session file {str(path)!r}: {exc}") from exc
 
 
 # ---------------------------------------------------------------- the hand-off
