@@ -874,11 +874,13 @@ def reconcile_codex_turn(
     """Correct the turn's logged messages and results to the rollout's; the corrections.
 
     ``logged`` are the events the live run logged, ``rollout`` the same turn's
-    ``assistant/message`` / ``tool/result`` events from the rollout. They are paired in
-    order; when their kinds do not pair (a turn cut mid-message), nothing is corrected
-    and a ``warning`` says so. A pair that differs in what reaches the model (content,
-    provenance; a result's content) gets a replacement on the surface: the rollout's
-    content, the live event's own status, exit code and details.
+    ``assistant/message`` / ``tool/result`` events from the rollout. Messages are paired
+    in order, results by call id within each run of results: a resumed thread streams a
+    response's results in the order its commands ran, the rollout holds them in the
+    model's order. When the two do not pair (a turn cut mid-message), nothing is
+    corrected and a ``warning`` says so. A pair that differs in what reaches the model
+    (content, provenance; a result's content or place) gets a replacement on the
+    surface: the rollout's content, the live event's own status, exit code and details.
     """
     turn_id = rollout[0].turn_id if rollout else None
     on_surface = set(log.surface_seqs())
@@ -889,7 +891,7 @@ def reconcile_codex_turn(
         and isinstance(e, AssistantMessageEvent | ToolResultEvent)
         and e.seq in on_surface
     ]
-    if [type(e) for e in live] != [type(e) for e in rollout]:
+    if _turn_shape(live) != _turn_shape(rollout):
         warning = WarningEvent(
             code="codex_rollout_mismatch",
             message=(
@@ -900,16 +902,34 @@ def reconcile_codex_turn(
             source=Source(runtime="codex", native_type="rollout"),
         )
         return [log.append(warning)]
+    results = {e.call_id: e for e in live if isinstance(e, ToolResultEvent)}
     corrected: list[Event] = []
     for streamed, sent in zip(live, rollout, strict=True):
-        replacement = _corrected(streamed, sent)
+        own = results[sent.call_id] if isinstance(sent, ToolResultEvent) else streamed
+        replacement = _corrected(own, sent, moved=own is not streamed)
         if replacement is not None:
             corrected.append(log.replace(streamed.seq, streamed.seq, replacement))
     return corrected
 
 
-def _corrected(streamed: Event, sent: Event) -> AssistantMessageEvent | ToolResultEvent | None:
-    """The streamed event with what the rollout says was sent, or None when they agree."""
+def _turn_shape(events: Sequence[Event]) -> list[Any]:
+    """A turn's messages in order, each run of results as its call ids (any order)."""
+    shape: list[Any] = []
+    for event in events:
+        if isinstance(event, ToolResultEvent):
+            if not shape or not isinstance(shape[-1], list):
+                shape.append([])
+            shape[-1].append(event.call_id)
+        else:
+            shape.append(type(event))
+    return [sorted(part) if isinstance(part, list) else part for part in shape]
+
+
+def _corrected(
+    streamed: Event, sent: Event, *, moved: bool = False
+) -> AssistantMessageEvent | ToolResultEvent | None:
+    """The streamed event with what the rollout says was sent, or None when they agree
+    (``moved``: a result that goes in another's place is replaced all the same)."""
     source = Source(
         runtime="codex",
         native_type="rollout",
@@ -925,7 +945,10 @@ def _corrected(streamed: Event, sent: Event) -> AssistantMessageEvent | ToolResu
             streamed, content=sent.content, provenance=provenance, **envelope
         )
     if isinstance(streamed, ToolResultEvent) and isinstance(sent, ToolResultEvent):
-        if (streamed.content, streamed.name) == (sent.content, sent.name or streamed.name):
+        if not moved and (streamed.content, streamed.name) == (
+            sent.content,
+            sent.name or streamed.name,
+        ):
             return None
         details = dict(streamed.details or {})
         output = "".join(p.text for p in streamed.content if isinstance(p, TextPart))

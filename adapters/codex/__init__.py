@@ -24,11 +24,14 @@ reasoning ``encrypted_content``         no          raw events   yes
 function call name + JSON arguments     no          raw events   yes
 ``call_id`` pairing call and output     no (local)  yes          yes
 tool output as sent to the model        no (plain)  raw events   yes
+the model's order of parallel calls     no (run)    raw events   yes
 the prompt                              no          yes          yes
 the model (provenance)                  ``model=``  yes          yes
 ======================================  ==========  ===========  ========
 
 "raw events": only with the app-server's ``rawResponseItem/completed`` notifications.
+"run": the order the commands ran in, which for the calls of one response (parallel
+calls) is not always the model's.
 
 The text of a command's ``tool/result``: Codex does not send the model a command's
 plain output but wraps it (``Chunk ID: …\nWall time: …\nProcess exited with code 0\n

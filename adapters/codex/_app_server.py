@@ -30,13 +30,15 @@ request replaying the history needs them.
 ``item/fileChange/outputDelta``     ``tool/output``
 ``turn/plan/updated``               ``plan/update``
 ``thread/tokenUsage/updated``       ``usage`` of one request (``last``); the turn's
-                                    ``turn/end`` usage is their sum (``scope="turn"``)
+                                    ``turn/end`` usage is their sum (``scope="turn"``); the
+                                    response is over: its message, then its calls' results
 ``rawResponseItem/completed``       the raw Responses item (when raw events are on): fills
                                     in the function call (``exec_command``, arguments, ``fc_``
-                                    id) and ``encrypted_content`` the other items lack; a
-                                    ``function_call_output`` (sent *after* the command's
-                                    ``item/completed``) becomes the ``tool/result`` text: the
-                                    result waits for it until the next item starts
+                                    id; the calls' order) and ``encrypted_content`` the other
+                                    items lack; a ``function_call_output`` (sent *after* the
+                                    response's commands completed) becomes the
+                                    ``tool/result`` text: the result waits for it until the
+                                    next response starts
 ``error``                           ``error``: ``retryable``/not ``fatal`` when ``willRetry``;
                                     ``code`` from ``codexErrorInfo``
 ``turn/completed``                  ``turn/end`` completed / failed / interrupted; an agent
@@ -47,9 +49,10 @@ anything else                       ``native/unknown`` (thread status, rate limi
 
 Without raw events (``thread/resume`` does not take them) the stream lacks, compared with
 the next request: the function call itself (only the command is shown, under the call's
-id), ``encrypted_content``, and the tool output as Codex formats it for the model. The
-rollout file has all of them (:class:`~universal_event.runtimes.CodexRunner` reconciles
-a turn with it).
+id), ``encrypted_content``, the tool output as Codex formats it for the model, and the
+order of parallel calls (the message has them, and their results follow it, in the order
+the commands started, not always the model's). The rollout file has all of them
+(:class:`~universal_event.runtimes.CodexRunner` reconciles a turn with it).
 """
 
 from __future__ import annotations
@@ -213,8 +216,9 @@ class AppServerLines(CodexCore):
     def _request_usage(self, method: str, last: Mapping[str, Any], out: list[Event]) -> None:
         usage = codex_usage(last, "request")
         self._add_request_usage(usage)
-        # Sent after each model request completes: the response is over.
-        self._flush(out, method)
+        # Sent after each model request completes (after its calls ran and their raw
+        # outputs came): the response is over.
+        self._response_over(out, method)
         out.append(self.make(UsageEvent, native_type=method, usage=usage, model=self.model))
 
     def _error(self, method: str, params: Mapping[str, Any], out: list[Event]) -> None:
@@ -281,6 +285,8 @@ class AppServerLines(CodexCore):
         key = item.get("call_id") if item.get("type") == "function_call" else item.get("id")
         if key:
             self._raw_items[str(key)] = item
+            if item.get("type") == "function_call":
+                self._call_rank.setdefault(str(key), len(self._call_rank))
 
     # ------------------------------------------------------------ deltas
 
@@ -365,12 +371,10 @@ class AppServerLines(CodexCore):
         item_type = item.get("type")
         item_id = str(item.get("id") or "")
         self._ensure_turn(out, method)
-        if self._pending_results:
-            self._release_results(out)
         if item_type == "agentMessage":
-            self._message_started(item_id, str_or_none(item.get("phase")))
+            self._message_started(out, method, item_id, str_or_none(item.get("phase")))
         elif item_type == "reasoning":
-            self._reasoning_started(item_id)
+            self._reasoning_started(out, method, item_id)
         elif item_type in _TOOL_KINDS:
             self._app_tool_call(method, item_type, item_id, item, out)
         elif item_type not in ("userMessage", "webSearch"):
@@ -383,34 +387,47 @@ class AppServerLines(CodexCore):
         self._ensure_turn(out, method)
         if item_type == "agentMessage":
             text = str(item.get("text") or "")
-            self._message_completed(item_id, text, str_or_none(item.get("phase")))
+            self._message_completed(out, method, item_id, text, str_or_none(item.get("phase")))
         elif item_type == "reasoning":
             summary = [str(s) for s in item.get("summary") or []]
             content = "".join(str(s) for s in item.get("content") or [])
-            self._reasoning_completed(item_id, summary, content)
+            self._reasoning_completed(out, method, item_id, summary, content)
         elif item_type == "userMessage":
             self._user_message_completed(method, item_id, item.get("content"), out)
         elif item_type in _TOOL_KINDS:
             self._app_tool_call(method, item_type, item_id, item, out)
             self._app_tool_result(method, item_type, item_id, item, out)
         elif item_type == "webSearch":
-            self._web_search(item_id, item)
+            self._web_search(out, method, item_id, item)
         else:
             out.append(self.unknown(f"{method}:{item_type}", dict(item), "item type not modelled"))
 
-    def _message_started(self, item_id: str, phase: str | None) -> None:
+    # A reasoning or message item (started, or completed in a stream without its start)
+    # after tool results is the next response's: the last one is over (``_next_response``).
+
+    def _message_started(
+        self, out: list[Event], method: str, item_id: str, phase: str | None
+    ) -> None:
         self._open(item_id, "text").phase = phase
+        self._next_response(out, method)
 
-    def _reasoning_started(self, item_id: str) -> None:
+    def _reasoning_started(self, out: list[Event], method: str, item_id: str) -> None:
         self._open(item_id, "thinking")
+        self._next_response(out, method)
 
-    def _message_completed(self, item_id: str, text: str, phase: str | None) -> None:
+    def _message_completed(
+        self, out: list[Event], method: str, item_id: str, text: str, phase: str | None
+    ) -> None:
         self._item_done(item_id)
+        self._next_response(out, method)
         self._open_items.pop(item_id, None)
         self._add_part(TextPart(text=text, item_id=item_id or None, phase=phase), ("text", text))
 
-    def _reasoning_completed(self, item_id: str, summary: list[str], content: str) -> None:
+    def _reasoning_completed(
+        self, out: list[Event], method: str, item_id: str, summary: list[str], content: str
+    ) -> None:
         self._item_done(item_id)
+        self._next_response(out, method)
         self._open_items.pop(item_id, None)
         part = ThinkingPart(
             text=content, summary=summary, id=item_id or None, provenance=self.provenance()
@@ -421,6 +438,7 @@ class AppServerLines(CodexCore):
         self, method: str, item_id: str, content: Any, out: list[Event]
     ) -> None:
         self._flush(out, method)
+        self._release(out, final=True)
         out.append(
             self.make(
                 UserMessageEvent,
@@ -525,12 +543,10 @@ class AppServerLines(CodexCore):
     def _typed_item_started(self, method: str, params: ItemParams, out: list[Event]) -> None:
         item = params.item
         self._ensure_turn(out, method)
-        if self._pending_results:
-            self._release_results(out)
         if isinstance(item, AgentMessageItem):
-            self._message_started(item.id or "", item.phase)
+            self._message_started(out, method, item.id or "", item.phase)
         elif isinstance(item, ReasoningItem):
-            self._reasoning_started(item.id or "")
+            self._reasoning_started(out, method, item.id or "")
         elif isinstance(item, CommandExecutionItem):
             self._command_call(method, item.id or "", item.command, out)
         # userMessage: logged when completed
@@ -539,10 +555,10 @@ class AppServerLines(CodexCore):
         item = params.item
         self._ensure_turn(out, method)
         if isinstance(item, AgentMessageItem):
-            self._message_completed(item.id or "", item.text or "", item.phase)
+            self._message_completed(out, method, item.id or "", item.text or "", item.phase)
         elif isinstance(item, ReasoningItem):
             content = "".join(item.content or ())
-            self._reasoning_completed(item.id or "", item.summary or [], content)
+            self._reasoning_completed(out, method, item.id or "", item.summary or [], content)
         elif isinstance(item, CommandExecutionItem):
             item_id = item.id or ""
             self._command_call(method, item_id, item.command, out)

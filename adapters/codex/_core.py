@@ -4,10 +4,26 @@ Both live dialects (``codex exec --json`` and the app-server v2 notifications) r
 model response as separate *items* (reasoning, agent message, command, ...), never as
 one message. :class:`CodexCore` gathers the parts of one model response and emits them
 as **one** ``assistant/message`` (Provenance ``openai``/``responses``/model) when the
-response is over: at the first tool result that follows it (the model has finished
-asking; parallel calls started before it land in the same message), at a per-request
-usage report (app-server ``thread/tokenUsage/updated``), or at the turn's end. Each
-item is also logged as it arrives (``assistant/chunk``) so a UI sees it at once.
+response is over, followed by the ``tool/result`` of each of its calls: the history
+Codex sends next (one response's items, then the calls' outputs). Each item is also
+logged as it arrives (``assistant/chunk``, ``tool/call``, ``tool/output``) so a UI sees
+it at once.
+
+When the response is over. A response may ask for several calls at once (parallel
+calls): Codex runs them one after the other, in no fixed order, and the first one can
+complete before the next one starts, so a tool result does not end the response. It
+ends at the per-request usage report (app-server ``thread/tokenUsage/updated``, sent
+after the request's calls ran and their raw outputs came), at the next response's first
+reasoning / message / web-search item after tool results (``codex exec --json`` has no
+per-request mark; also the app-server's fallback), at a user message, or at the turn's
+end. The results wait for it (:meth:`CodexCore._release`) and are logged in the order of
+the message's calls — the model's order when raw events give it (the raw
+``function_call`` items, :meth:`CodexCore._model_order`), else the order the commands
+started in; a command's result also waits for its raw ``function_call_output`` when
+raw events are on. An input that ends inside a response (``close()``) logs the results
+it holds only with raw events (:meth:`CodexCore._release_at_close`). Named limit: ``codex
+exec --json`` cannot tell a call the next response makes with no reasoning or text
+before it from one more call of the same response; such a call joins the message.
 
 Retries. When Codex retries a model request (exec: a top-level ``error`` line
 ``Reconnecting... 1/1 (...)``; app-server: ``error`` with ``willRetry: true``) the
@@ -191,8 +207,44 @@ class OpenItem:
         )
 
 
+class HeldResult:
+    """A tool's result not logged yet: its response is not over, an earlier call of the
+    message has no result yet, or (raw events on) the text Codex sends the model for it,
+    the raw ``function_call_output``, has not come (``content`` None: ``output`` is the
+    plain output to fall back on)."""
+
+    __slots__ = (
+        "call_id", "content", "details", "exit_code", "is_error", "name", "native_type",
+        "output",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        native_type: str,
+        call_id: str,
+        name: str | None,
+        content: list[ResultPart] | None,
+        output: str,
+        is_error: bool,
+        exit_code: int | None,
+        details: dict[str, Any] | None,
+    ) -> None:
+        self.native_type = native_type
+        self.call_id = call_id
+        self.name = name
+        self.content = content
+        self.output = output
+        self.is_error = is_error
+        self.exit_code = exit_code
+        self.details = details
+
+
 class CodexCore(Adapter):
     """State and helpers shared by the exec, app-server and rollout normalisers."""
+
+    _holds_results: ClassVar[bool] = True
+    """The live dialects log a tool result once the response that asked for it is over
+    (:meth:`_tool_result`); the rollout has its results where Codex put them."""
 
     runtime: ClassVar[str] = "codex"
 
@@ -220,8 +272,16 @@ class CodexCore(Adapter):
         self._raw_events = False
         """Raw response items seen (app-server ``rawResponseItem/completed``): a command's
         ``function_call_output`` will follow its ``item/completed``."""
+        self._call_rank: dict[str, int] = {}
+        """The model's order of its calls (the raw ``function_call`` items' order): the
+        order of a message's calls and of their results (:meth:`_model_order`)."""
         self._sent_outputs: dict[str, Mapping[str, Any]] = {}
-        self._pending_results: dict[str, tuple[str, str, bool, int | None, dict[str, Any]]] = {}
+        self._held: dict[str, HeldResult] = {}
+        """Results that came before the response asking for them was over, or before
+        their raw ``function_call_output`` (:meth:`_release`)."""
+        self._result_order: list[str] = []
+        """Calls of the messages emitted whose results are not logged yet, in the message's
+        order: the order their results are logged in."""
         self._sources: dict[str | None, Source] = {}
         self._chunk_source: Source | None = None
         self._provenance: Provenance | None = None
@@ -370,16 +430,20 @@ class CodexCore(Adapter):
         usage: Usage | None = None,
         error: str | None = None,
         duration_ms: Any = None,
+        release: bool = True,
     ) -> None:
-        """Flush the message (``partial`` unless completed), write ``turn/end``, and close
-        what the turn left open (module docstring: no result is made up for a call that
-        never got one)."""
-        if self._pending_results:
-            self._release_results(out)
+        """Flush the message (``partial`` unless completed), log the results it waited
+        for (not with ``release`` False: :meth:`_release_at_close`), write ``turn/end``,
+        and close what the turn left open (module docstring: no result is made up for a
+        call that never got one)."""
         if status == "completed":
             self._flush(out, native_type)
         else:
             self._flush(out, native_type, status="partial", stop_reason=status)
+        if release:
+            self._release(out, final=True)
+        else:
+            self._forget_results()
         out.append(
             self.make(
                 TurnEndEvent,
@@ -457,8 +521,10 @@ class CodexCore(Adapter):
             return
         parts = self._parts
         if self._raw_items:  # only with raw events: spares a call per part without them
-            parts = [self._with_raw(part) for part in parts]
+            parts = self._model_order([self._with_raw(part) for part in parts])
         parts = [self._with_model(part) for part in parts]
+        if self._holds_results:
+            self._result_order += [p.id for p in parts if isinstance(p, ToolCallPart)]
         message_id = next((p.item_id for p in parts if isinstance(p, TextPart) and p.item_id), None)
         out.append(
             self.make(
@@ -474,6 +540,23 @@ class CodexCore(Adapter):
         self._parts = []
         self._keys = []
         self._replay = []
+
+    def _model_order(self, parts: list[AssistantPart]) -> list[AssistantPart]:
+        """The message's calls in the model's order (its raw ``function_call`` items').
+
+        Codex runs a response's calls one by one, in no fixed order: the commands start
+        (and are added to the message) in the order they happen to run, which is not
+        always the order the model gave them in, the order of the next request."""
+        slots = [i for i, part in enumerate(parts) if isinstance(part, ToolCallPart)]
+        if len(slots) < 2:
+            return parts
+        rank = self._call_rank
+        calls = [part for part in parts if isinstance(part, ToolCallPart)]
+        calls.sort(key=lambda call: rank.get(call.id, len(rank)))  # stable: unranked last
+        ordered = list(parts)
+        for slot, call in zip(slots, calls, strict=True):
+            ordered[slot] = call
+        return ordered
 
     def _with_model(self, part: AssistantPart) -> AssistantPart:
         """A part made before the model was known gets it now (provenance rule 1: the
@@ -586,28 +669,107 @@ class CodexCore(Adapter):
         out: list[Event],
         native_type: str,
         call_id: str,
-        content: list[ResultPart],
+        content: list[ResultPart] | None,
         *,
         is_error: bool,
         exit_code: int | None = None,
         details: dict[str, Any] | None = None,
+        output: str = "",
     ) -> None:
-        """The message that asked for the tool first, then ``tool/result``."""
-        self._flush(out, native_type)
+        """A tool's ``tool/result``, logged after the message that asked for it.
+
+        A response's calls are one message and their results follow it, in the order
+        of the calls (what the next request holds): the result waits (:meth:`_release`)
+        until the response is over and the results of the calls before it are logged.
+        ``content`` None: the text the model is sent is still to come (a command's raw
+        ``function_call_output``), ``output`` is what to fall back on.
+        """
         name = self._open_calls.pop(call_id, None)
         self._done_calls.add(call_id)
+        if call_id not in self._result_order and not self._asking(call_id):
+            self._result_order.append(call_id)  # its message is logged already (or none is)
+        held = HeldResult(native_type, call_id, name, content, output, is_error, exit_code, details)
+        self._held[call_id] = held
+        if self._result_order and self._result_order[0] == call_id:
+            self._release(out)
+
+    def _asking(self, call_id: str) -> bool:
+        """Whether the message being gathered has the call (its results wait for it)."""
+        return any(isinstance(p, ToolCallPart) and p.id == call_id for p in self._parts)
+
+    def _release(self, out: list[Event], *, final: bool = False) -> None:
+        """Log the held results whose turn has come: in the order of their messages'
+        calls, each once the results before it are logged and its text is known.
+
+        ``final``: the response is over for good (the next one starts, the turn ends):
+        a result still waiting for its raw ``function_call_output`` gets the plain output,
+        and a call without a result is no longer waited for (no result is made up)."""
+        order, held = self._result_order, self._held
+        while order:
+            result = held.get(order[0])
+            if result is None or result.content is None:
+                if not final:
+                    return
+                if result is None:
+                    order.pop(0)
+                    continue
+            order.pop(0)
+            del held[result.call_id]
+            self._log_result(out, result)
+        if final and held:  # results of calls no message asked for (a stream joined late)
+            for result in list(held.values()):
+                self._log_result(out, result)
+            held.clear()
+
+    def _forget_results(self) -> None:
+        self._held.clear()
+        self._result_order.clear()
+
+    def _release_at_close(self) -> bool:
+        """Whether the input's end (``close()``, not a line) logs the held results.
+
+        The input may end before the response does — an import of a capture still being
+        written, imported again once it has grown: the results it holds then are logged
+        by the line that ends the response, and logged at this end as well they would be
+        in the log twice (an import's events are numbered by the line that completed
+        them; only a cut *message* is replaced by the grown one). So without raw events
+        they are not logged here: a stream cut there leaves the calls unanswered, as an
+        interrupt does (the partial message has them; a renderer answers them, rule 6).
+        With raw events the results waiting for their raw output are logged with the
+        plain output, as before: a runtime killed after its command ran keeps the result.
+        """
+        return self._raw_events
+
+    def _log_result(self, out: list[Event], result: HeldResult) -> None:
+        content = result.content
+        if content is None:
+            content = text_content(result.output)
         out.append(
             self.call_event(
                 ToolResultEvent,
-                native_type,
-                call_id,
-                name=name,
+                result.native_type,
+                result.call_id,
+                name=result.name,
                 content=content,
-                is_error=is_error,
-                exit_code=exit_code,
-                details=details,
+                is_error=result.is_error,
+                exit_code=result.exit_code,
+                details=result.details,
             )
         )
+
+    def _response_over(self, out: list[Event], native_type: str) -> None:
+        """The model request is over (app-server ``thread/tokenUsage/updated``): its
+        message, then the results that are ready."""
+        self._flush(out, native_type)
+        if self._result_order:
+            self._release(out)
+
+    def _next_response(self, out: list[Event], native_type: str) -> None:
+        """An item that starts a new model response (reasoning, a message, a web search
+        after tool results) or a user message: the last response is over for good."""
+        if self._held or self._result_order:
+            self._flush(out, native_type)
+            self._release(out, final=True)
 
     # ------------------------------------------------------------ command output as sent
 
@@ -627,49 +789,40 @@ class CodexCore(Adapter):
         Codex does not send the model the plain output: it wraps it (``Chunk ID: …\nWall
         time: …\nProcess exited with code 0\nOriginal token count: 1\nOutput:\n2\n``).
         That exact text is the raw ``function_call_output`` item, which the app-server
-        sends (raw events on) *after* the command's ``item/completed``; the result waits
-        for it (:meth:`_sent_output`) until the next item starts or the turn ends, and
-        falls back to the plain output then. The plain output stays in
+        sends (raw events on) *after* the command's ``item/completed`` — after all the
+        response's commands completed, before the next request: the result waits for it
+        (:meth:`_sent_output`) and falls back to the plain output when the next response
+        starts or the turn ends without it. The plain output stays in
         ``details["output"]``, the exit code in ``exit_code``.
         """
         details = {**details, "output": output}
         sent = self._sent_outputs.pop(call_id, None)
         if sent is not None:
-            content = result_parts(sent.get("output"))
+            content: list[ResultPart] | None = result_parts(sent.get("output"))
         elif self._raw_events:
-            self._flush(out, native_type)
-            self._pending_results[call_id] = (native_type, output, is_error, exit_code, details)
-            return
+            content = None  # the raw output item follows
         else:
             content = text_content(output)
         self._tool_result(
             out, native_type, call_id, content, is_error=is_error, exit_code=exit_code,
-            details=details,
+            details=details, output=output,
         )  # fmt: skip
 
     def _sent_output(self, item: Mapping[str, Any], out: list[Event]) -> None:
         """A raw tool-output item: what the model is sent for a call."""
         call_id = str(item.get("call_id") or "")
-        pending = self._pending_results.pop(call_id, None)
-        if pending is None:
+        held = self._held.get(call_id)
+        if held is None:
             self._sent_outputs[call_id] = item
             return
-        native_type, _, is_error, exit_code, details = pending
-        self._tool_result(
-            out, native_type, call_id, result_parts(item.get("output")), is_error=is_error,
-            exit_code=exit_code, details=details,
-        )  # fmt: skip
+        if held.content is None:
+            held.content = result_parts(item.get("output"))
+            if self._result_order and self._result_order[0] == call_id:
+                self._release(out)
 
-    def _release_results(self, out: list[Event]) -> None:
-        """Results still waiting for their raw output item: the plain output it is."""
-        pending, self._pending_results = self._pending_results, {}
-        for call_id, (native_type, output, is_error, exit_code, details) in pending.items():
-            self._tool_result(
-                out, native_type, call_id, text_content(output), is_error=is_error,
-                exit_code=exit_code, details=details,
-            )  # fmt: skip
-
-    def _web_search(self, item_id: str, item: Mapping[str, Any]) -> None:
+    def _web_search(
+        self, out: list[Event], native_type: str, item_id: str, item: Mapping[str, Any]
+    ) -> None:
         """A web search the provider ran: a server-tool part of the message.
 
         Its replay key is its query and action: a retry re-emits it under a new id like
@@ -677,6 +830,7 @@ class CodexCore(Adapter):
         next to the failed attempt's).
         """
         self._item_done(item_id)
+        self._next_response(out, native_type)  # after tool results: the next response's
         search = {"query": item.get("query"), "action": item.get("action")}
         part = ServerToolCallPart(
             id=item_id,

@@ -6,7 +6,11 @@
                            first one: ``request/header`` (the ``model=`` given, ``store:
                            false``; none without ``model=``)
 ``turn.completed``         ``turn/end`` completed, ``usage`` = the sum over **every model
-                           request of the turn** (Codex adds them up; ``Usage.scope="turn"``)
+                           request of the turn** (Codex adds them up; ``Usage.scope="turn"``);
+                           exec marks no request's end: a response's ``assistant/message``
+                           and its calls' ``tool/result`` wait for the next reasoning /
+                           message / web-search item after tool results, or the turn's end
+                           (:mod:`adapters.codex._core`)
 ``turn.failed``            ``turn/end`` failed with the error message
 ``error`` (top level)      ``error``: ``Reconnecting... n/m (...)`` is retryable and not
                            fatal (Codex retries the request); any other is the final error
@@ -151,7 +155,7 @@ class ExecLines(CodexCore):
             self._exec_mcp(kind, item_id, item, out)
         elif item_type == "web_search":
             if done:
-                self._web_search(item_id, item)
+                self._web_search(out, kind, item_id, item)
         elif item_type == "todo_list":
             entries = item.get("items") or []
             out.append(
@@ -192,6 +196,8 @@ class ExecLines(CodexCore):
         # exec item ids are Codex's own counters (item_0, item_1, ...), not the model's
         # rs_/msg_ ids: they stay out of the parts so no renderer replays them.
         self._item_done(item_id)
+        # After tool results, a reasoning / message item is the next response's.
+        self._next_response(out, kind)
         if item_type == "agent_message":
             if not self._add_part(TextPart(text=text), ("text", text)):
                 self._chunk(out, kind, item_id, "text", text)

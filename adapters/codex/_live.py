@@ -55,14 +55,26 @@ class CodexAdapter(ExecLines, AppServerLines):
         return out
 
     def close(self) -> list[Event]:
-        """Finish: a last line without newline, then an open turn as interrupted."""
+        """Finish: a last line without newline, then an open turn as interrupted (the
+        results its response still held: :meth:`_release_at_close`)."""
         out: list[Event] = []
         for raw in self._rest_of_lines():
             self._raw_line(raw, out, "truncated last line (stream cut)")
+        release = self._release_at_close()
         if self._turn_open:
-            self._end_turn(out, "interrupted", "close", error="stream ended before the turn did")
+            self._end_turn(
+                out,
+                "interrupted",
+                "close",
+                error="stream ended before the turn did",
+                release=release,
+            )
         else:
             self._flush(out, "close", status="partial", stop_reason="interrupted")
+            if release:
+                self._release(out, final=True)
+            else:
+                self._forget_results()
         return out
 
     def _start_turn(self, out: list[Event], turn_id: Any, native_type: str) -> None:
@@ -117,7 +129,7 @@ def notification_to_line(native: Any) -> dict[str, Any] | None:
 def _params(payload: Any) -> dict[str, Any]:
     dump = getattr(payload, "model_dump", None)
     if callable(dump):
-        params = dump(mode="json", by_alias=True, exclude_none=True)
+        params = dump(mode="json", by_alias=True, exclude_none=True, warnings=False)
         return params if isinstance(params, dict) else {}
     if dataclasses.is_dataclass(payload) and not isinstance(payload, type):
         params = getattr(payload, "params", None)

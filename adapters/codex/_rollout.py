@@ -122,6 +122,7 @@ class CodexRolloutAdapter(CodexCore):
     """Import a Codex rollout file: the history exactly as Codex sends it to the model."""
 
     runtime = "codex-rollout"
+    _holds_results = False  # its tool outputs come where Codex put them: after the calls
 
     def __init__(self, *, session_id: str = "", model: str | None = None) -> None:
         super().__init__(session_id=session_id, model=model)

@@ -280,6 +280,7 @@ def test_command_output_growing_in_item_updated_is_streamed() -> None:
             {"type": "item.updated", "item": {**item, "aggregated_output": "a\n"}},
             {"type": "item.updated", "item": {**item, "aggregated_output": "a\nb\n"}},
             {"type": "item.completed", "item": {**item, "aggregated_output": "a\nb\n", "exit_code": 0, "status": "completed"}},
+            {"type": "turn.completed", "usage": {}},  # the response is over: its results
         )
     )  # fmt: skip
     assert [o.delta for o in of(events, ToolOutputEvent)] == ["a\n", "b\n"]
