@@ -285,8 +285,8 @@ class CodexCore(Adapter):
         self._sources: dict[str | None, Source] = {}
         self._chunk_source: Source | None = None
         self._provenance: Provenance | None = None
-        self._header_model: str | None = None
-        self._header_written = False
+        self._header_key: tuple[Any, ...] | None = None
+        """(model, system, settings) of the last ``request/header`` written."""
 
     # ------------------------------------------------------------ envelope
 
@@ -355,10 +355,22 @@ class CodexCore(Adapter):
         Without a model (``codex exec --json`` with no ``model=``) nothing is written: a
         header without one would take the model of the session's earlier header away,
         and exec's items carry no ids that ``store`` would decide about."""
-        if self.model is None or (self._header_written and self._header_model == self.model):
+        if self.model is not None:
+            self._request_header(out, native_type, None, CODEX_REQUEST_SETTINGS)
+
+    def _request_header(
+        self,
+        out: list[Event],
+        native_type: str,
+        system: str | None,
+        settings: Mapping[str, Any],
+    ) -> None:
+        """``request/header`` (the model, ``system``, ``settings``), written when one of
+        them changed since the last one."""
+        key = (self.model, system, settings)
+        if key == self._header_key:
             return
-        self._header_written = True
-        self._header_model = self.model
+        self._header_key = key
         out.append(
             self.make(
                 RequestHeaderEvent,
@@ -366,7 +378,8 @@ class CodexCore(Adapter):
                 provider="openai",
                 api="responses",
                 model=self.model,
-                sampling=dict(CODEX_REQUEST_SETTINGS),
+                system=system,
+                sampling=dict(settings),
             )
         )
 

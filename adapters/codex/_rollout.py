@@ -61,7 +61,6 @@ from universal_event.events import (
     Event,
     NativeUnknownEvent,
     RequestContextEvent,
-    RequestHeaderEvent,
     SessionStartEvent,
     ToolResultEvent,
     UsageEvent,
@@ -129,7 +128,6 @@ class CodexRolloutAdapter(CodexCore):
         self._system: str | None = None
         self._settings: dict[str, Any] = dict(CODEX_REQUEST_SETTINGS)
         """The request settings the last ``turn_context`` gives (:func:`turn_settings`)."""
-        self._header_key: tuple[Any, ...] | None = None
         self._command_status: dict[str, Mapping[str, Any]] = {}
         self._call_names: dict[str, str] = {}
         self._line_no = 0
@@ -236,22 +234,7 @@ class CodexRolloutAdapter(CodexCore):
         self._header(out, "turn_context")
 
     def _header(self, out: list[Event], native_type: str) -> None:
-        """``request/header`` (model, system, settings), written when one of them changed."""
-        key = (self.model, self._system, self._settings)
-        if key == self._header_key:
-            return
-        self._header_key = key
-        out.append(
-            self.make(
-                RequestHeaderEvent,
-                native_type=native_type,
-                provider="openai",
-                api="responses",
-                model=self.model,
-                system=self._system,
-                sampling=dict(self._settings),
-            )
-        )
+        self._request_header(out, native_type, self._system, self._settings)
 
     # ------------------------------------------------------------ history items
 
