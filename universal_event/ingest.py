@@ -218,14 +218,29 @@ def append_imported(log: SessionLog, events: list[Event]) -> list[Event]:
     is recognised by its ``message_id`` (the provider's: one per response), or, where
     the input names none (``codex exec --json``, a rollout), as the message that the
     earlier import's end left ``partial`` in the same turn and whose parts it continues.
+
+    The results an input's end logged are replaced the same way (:func:`_stale_results`).
+    A Codex app-server stream with raw events holds a command's result until its raw
+    ``function_call_output`` (the text Codex sends the model) comes; the adapter's
+    ``close()`` logs the results it still holds, with the plain output, numbered as the
+    end of that input. The grown input logs them again by the lines that complete them
+    (the formatted output), under other ids. The grown import's results win: its first
+    new result of the turn replaces the earlier end's results on the surface (all of
+    them, so the grown results follow the message in the grown import's order), the
+    next ones append. They are replaced, not left unlogged at the end: an input may
+    never grow (a runtime killed after its command ran), and then the result its end
+    logged is the only record of the command's output; replaced, it stays in the log
+    (only the surface forgets it), so nothing logged is lost, and the model is shown
+    each call's result once.
     """
     import msgspec
 
-    from universal_event.events import AssistantMessageEvent, Surface
+    from universal_event.events import AssistantMessageEvent, Surface, ToolResultEvent
 
     on_surface = set(log.surface_seqs())
     by_message_id: dict[str, int] = {}
     partial_in_turn: dict[str, AssistantMessageEvent] = {}
+    stale = _stale_results(log, events, on_surface)
 
     def remember(message: AssistantMessageEvent) -> None:
         if message.message_id:
@@ -245,13 +260,39 @@ def append_imported(log: SessionLog, events: list[Event]) -> list[Event]:
             return None
         return cut.seq
 
+    def replaced_results(result: ToolResultEvent) -> tuple[int, int] | None:
+        seqs = stale.get(result.turn_id or "")
+        if not seqs:
+            return None
+        surface = log.surface_seqs()
+        first = next((i for i, seq in enumerate(surface) if seq in seqs), None)
+        if first is None:
+            seqs.clear()
+            return None
+        last = first
+        while last + 1 < len(surface) and surface[last + 1] in seqs:
+            last += 1
+        seqs.difference_update(surface[first : last + 1])
+        return surface[first], surface[last]
+
     for earlier in log.events():
         if isinstance(earlier, AssistantMessageEvent) and earlier.seq in on_surface:
             remember(earlier)
     logged: list[Event] = []
     for event in events:
-        if not isinstance(event, AssistantMessageEvent) or log.event_by_id(event.id):
+        if log.event_by_id(event.id):
             logged.append(log.append(event))  # an event logged before is as it was
+            continue
+        if isinstance(event, ToolResultEvent):
+            replaced = replaced_results(event) if event.surface is None else None
+            if replaced is not None:
+                event = msgspec.structs.replace(
+                    event, surface=Surface(op="replace", start=replaced[0], end=replaced[1])
+                )
+            logged.append(log.append(event))
+            continue
+        if not isinstance(event, AssistantMessageEvent):
+            logged.append(log.append(event))
             continue
         seq = replaced_seq(event) if event.surface is None else None
         if seq is not None:
@@ -262,3 +303,40 @@ def append_imported(log: SessionLog, events: list[Event]) -> list[Event]:
         remember(appended)
         logged.append(appended)
     return logged
+
+
+def _stale_results(
+    log: SessionLog, events: list[Event], on_surface: set[int]
+) -> dict[str, set[int]]:
+    """Turn id → seqs of the results on the surface that this import logs again.
+
+    Such a result is one an earlier import's end logged: a ``tool/result`` of a turn
+    this import has a new result in, for the same call, whose id this import does not
+    hold. (A line's events keep their ids as the input grows, so a result some line
+    logged is held again by id; what an input's end logged is numbered by that end,
+    and the grown input logs the call's result under another id.) Only calls this
+    import has a result for are counted: the surface loses no call's result. Turns
+    without an id are left alone: their results could be another input's (``codex
+    exec`` numbers its calls from ``item_0`` in every run).
+    """
+    from universal_event.events import ToolResultEvent
+
+    held_ids = {event.id for event in events}
+    calls: dict[str, set[str]] = {}
+    for event in events:
+        if isinstance(event, ToolResultEvent) and event.turn_id is not None:
+            if not log.event_by_id(event.id):
+                calls.setdefault(event.turn_id, set()).add(event.call_id)
+    stale: dict[str, set[int]] = {}
+    if not calls:
+        return stale
+    for earlier in log.events():
+        if (
+            isinstance(earlier, ToolResultEvent)
+            and earlier.turn_id in calls
+            and earlier.call_id in calls[earlier.turn_id]
+            and earlier.id not in held_ids
+            and earlier.seq in on_surface
+        ):
+            stale.setdefault(earlier.turn_id, set()).add(earlier.seq)
+    return stale
