@@ -14,17 +14,24 @@ tests/fixtures/captured/claude, Claude Code 2.1.332 / claude-agent-sdk 0.2.189):
   (model, tool names, cwd, permission mode), re-written only when it changes.
 * ``assistant`` — **one line per content block**; the blocks of one API message share
   ``message.id`` and arrive as separate lines. They are merged into one
-  ``assistant/message``, emitted when the message is complete: at the next different
-  message id, a ``user`` line, the ``result`` line, or :meth:`close`. The lines carry
+  ``assistant/message`` (one per agent: a sub-agent's lines do not end the main
+  agent's message), emitted when the message is complete: at the next different
+  message id, a ``user`` line, the ``result`` line, or :meth:`close`. Claude Code runs
+  a tool as soon as its block is complete, so with partial messages on a line of tool
+  results can come while the message still streams (another call, or before
+  ``message_stop``): it is held and logged after the message, once the stream ends it.
+  The lines carry
   ``stop_reason: null`` and the provisional ``message_start`` usage; with
   ``--include-partial-messages`` the real stop reason and usage come from the
   ``stream_event`` lines (which also give the chunks), and the ``assistant`` line of a
   block arrives *before* that block's ``content_block_stop``.
-* ``assistant`` with ``model: "<synthetic>"`` (and an ``error`` such as
-  ``server_error``) is the CLI's own error report after retries ran out — an ``error``
+* ``assistant`` with ``model: "<synthetic>"`` and an ``error`` (such as
+  ``server_error``) or ``isApiErrorMessage: true`` is the CLI's own error report after retries ran out — an ``error``
   event, never an assistant message (it is not in the history the CLI sends next);
   ``http_status`` from the line's ``api_error_status`` (from its ``API Error: 500 …``
-  text for the SDK's ``AssistantMessage``, which drops that field).
+  text for the SDK's ``AssistantMessage``, which drops that field). Its other made-up
+  messages (``No response requested.`` after an interrupt) are assistant messages:
+  the CLI sends them to the model.
 * ``user`` lines carry ``tool_result`` blocks → ``tool/result``; ``tool_use_result`` is an
   object on success (``{"stdout", "stderr", ...}``) and a string on failure
   (``"Error: Exit code 3\\noops"``); it is kept in ``details["tool_use_result"]``. Text in
@@ -160,7 +167,10 @@ class ClaudeCodeAdapter(Adapter):
     def __init__(self, *, session_id: str = "") -> None:
         super().__init__(session_id=session_id)
         self._stream = _EmbeddedStream(session_id=session_id, embedded=True)
-        self._pending: _Pending | None = None
+        self._pending: dict[str | None, _Pending] = {}
+        """The message being merged, per agent (``parent_tool_use_id``; None: main)."""
+        self._held: dict[str | None, list[Mapping[str, Any]]] = {}
+        """Tool-result lines that came while their agent's message was still streaming."""
         self._turn_open = False
         self._step_message: str | None = None
         self._step_open = False
@@ -170,7 +180,7 @@ class ClaudeCodeAdapter(Adapter):
         """An API error (retry, in-stream error, the CLI's final error) came in the step."""
         self._next_step = 0
         self._streamed: set[str] = set()
-        self._native_sessions: set[str] = set()
+        self._native_sessions: set[str | None] = set()
         self._header: dict[str, Any] | None = None
         self._runtime_settings: tuple[Any, Any] | None = None
         """The last init line's ``cwd`` and ``permissionMode``."""
@@ -211,7 +221,7 @@ class ClaudeCodeAdapter(Adapter):
                 self._on_line(line, out)
         out.extend(self._stream.close())
         try:
-            self._flush(out)
+            self._flush_all(out)
             if self._turn_open:
                 self._close_open_turn(out)
         except UniversalEventError:
@@ -230,7 +240,7 @@ class ClaudeCodeAdapter(Adapter):
         finish_open_taps(self)
         parts: list[UserPart] = [TextPart(text=content)] if isinstance(content, str) else content
         out: list[Event] = []
-        self._flush(out)
+        self._flush_all(out)
         self._ensure_turn(out)
         out.append(self.make(UserMessageEvent, content=parts))
         return out
@@ -347,7 +357,7 @@ class ClaudeCodeAdapter(Adapter):
         native_session = str_or_none(line.get("session_id"))
         model = str_or_none(line.get("model"))
         if native_session not in self._native_sessions:
-            self._native_sessions.add(str(native_session))
+            self._native_sessions.add(native_session)  # None too: once without an id
             keep = ("permissionMode", "claude_code_version", "apiKeySource", "mcp_servers")
             out.append(
                 self.make(
@@ -421,11 +431,17 @@ class ClaudeCodeAdapter(Adapter):
         if parent is None and self._step_open:
             self._step_error = self._step_error or any(isinstance(e, ErrorEvent) for e in events)
         out.extend(events)
+        if self._held.get(parent) and self._complete(parent):
+            self._flush(out, parent)  # the message ended: it, then the results held for it
 
     def _assistant(self, line: Mapping[str, Any], out: list[Event]) -> None:
         message = line["message"]
         parent = line.get("parent_tool_use_id")
-        if message.get("model") == SYNTHETIC_MODEL:
+        if message.get("model") == SYNTHETIC_MODEL and (
+            line.get("error") is not None or line.get("isApiErrorMessage") is True
+        ):
+            # Claude Code's own error report. Its other made-up messages ("No response
+            # requested." after an interrupt) are sent to the model: assistant messages.
             self._synthetic_error(line, out)
             return
         message_id = message.get("id")
@@ -438,20 +454,22 @@ class ClaudeCodeAdapter(Adapter):
             whole_block(index, block)
             if block.get("type") == "tool_use" and block.get("id"):
                 text_value(block["id"])
-        pending = self._pending
-        if pending is not None and (pending.id != message_id or pending.parent_id != parent):
-            self._flush(out)
+        pending = self._pending.get(parent)
+        if pending is not None and pending.id != message_id:
+            self._flush(out, parent)
             pending = None
         if pending is None:
             if parent is None:
                 self._begin_step(message_id, out)
             model = str_or_none(message.get("model"))
-            pending = self._pending = _Pending(message_id, model, parent)
+            pending = self._pending[parent] = _Pending(message_id, model, parent)
         for block in blocks:
             pending.blocks.append(block)
             if block.get("type") == "tool_use" and block.get("id"):
                 self._tool_call(block, parent, out)
         pending.stop_reason = str_or_none(message.get("stop_reason")) or pending.stop_reason
+        if self._held.get(parent) and self._complete(parent):
+            self._flush(out, parent)  # the line that completes the message
 
     def _tool_call(self, block: Mapping[str, Any], parent: Any, out: list[Event]) -> None:
         """A ``tool_use`` block: Claude Code runs the tool as soon as its message ends,
@@ -478,7 +496,7 @@ class ClaudeCodeAdapter(Adapter):
 
     def _synthetic_error(self, line: Mapping[str, Any], out: list[Event]) -> None:
         """Claude Code's own error message (``model: "<synthetic>"``): an error event."""
-        self._flush(out)
+        self._flush(out, line.get("parent_tool_use_id"))
         self._ensure_turn(out)
         if line.get("parent_tool_use_id") is None:
             self._step_error = self._step_error or self._step_open
@@ -503,18 +521,45 @@ class ClaudeCodeAdapter(Adapter):
         )
 
     def _user(self, line: Mapping[str, Any], out: list[Event]) -> None:
-        self._flush(out)
+        """A ``user`` line of one agent (the main one, or a sub-agent: ``parent_tool_use_id``).
+
+        Claude Code runs a tool as soon as its ``tool_use`` block is complete, so its
+        result can come while the message is still streaming (another call, or before
+        ``message_stop``). Such a line of tool results only is held, and logged after
+        the message once it is complete (:meth:`_flush`): the message is one, and the
+        results follow it, as in the next request. Any other line ends the message.
+        """
+        parent = line.get("parent_tool_use_id")
+        content = line["message"]["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        for block in blocks:  # of another shape: kept whole before it changed any state
+            if block.get("type") == "tool_result":
+                block["tool_use_id"]  # a result without its call id: KeyError
+        only_results = bool(blocks) and all(b.get("type") == "tool_result" for b in blocks)
+        if only_results and self._streaming(parent):
+            self._held.setdefault(parent, []).append(line)
+            return
+        self._flush(out, parent)
+        self._user_line(line, out)
+
+    def _user_line(self, line: Mapping[str, Any], out: list[Event]) -> None:
         parent = line.get("parent_tool_use_id")
         content = line["message"]["content"]
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         results = [b for b in blocks if b.get("type") == "tool_result"]
-        others = [b for b in blocks if b.get("type") != "tool_result"]
-        if others:
-            self._user_content(line, others, out)
         details_value = line.get(self._tool_result_key, line.get("toolUseResult"))
-        for block in results:
+        others: list[dict[str, Any]] = []
+        for index, block in enumerate(blocks):  # in the line's order
+            if block.get("type") != "tool_result":
+                others.append(block)
+                if index + 1 == len(blocks) or blocks[index + 1].get("type") == "tool_result":
+                    self._user_content(line, others, out)
+                    others = []
+                continue
             call_id = str(block["tool_use_id"])
             self._open_calls.discard(call_id)
+            if parent is None and call_id in self._pending and not self._streaming(call_id):
+                self._flush(out, call_id)  # the sub-agent of the call (Task) came back
             details = None
             if len(results) == 1 and details_value is not None:
                 details = {"tool_use_result": details_value}
@@ -551,7 +596,7 @@ class ClaudeCodeAdapter(Adapter):
         )
 
     def _result(self, line: Mapping[str, Any], out: list[Event]) -> None:
-        self._flush(out)
+        self._flush_all(out)
         self._ensure_turn(out)
         is_error = bool(line.get("is_error"))
         status: TurnStatus = "completed"
@@ -647,12 +692,44 @@ class ClaudeCodeAdapter(Adapter):
             return False
         return finished is None or finished[1] == "partial" or finished[0] is None
 
-    def _flush(self, out: list[Event]) -> None:
-        """Emit the merged assistant message, if one is pending."""
-        pending = self._pending
+    def _streaming(self, parent: str | None) -> bool:
+        """Whether the agent's pending message is known to be still streaming: its
+        ``message_start`` came (partial messages on) and neither ``message_stop`` nor a
+        line with its stop reason. Without stream events the lines cannot tell: a tool
+        result is then logged when its line comes (the message first)."""
+        pending = self._pending.get(parent)
+        return pending is not None and pending.id in self._streamed and not self._complete(parent)
+
+    def _complete(self, parent: str | None) -> bool:
+        """Whether the agent's pending message is complete: a line of it carried its
+        stop reason, or its stream reached ``message_stop``."""
+        pending = self._pending.get(parent)
         if pending is None:
+            return True
+        return pending.stop_reason is not None or (pending.id or "") in self._stream.finished
+
+    def _flush_all(self, out: list[Event]) -> None:
+        """Emit every agent's pending message and held results (the main agent first)."""
+        for parent in sorted({*self._pending, *self._held}, key=lambda p: p is not None):
+            self._flush(out, parent)
+
+    def _release(self, parent: str | None, out: list[Event]) -> None:
+        """Log the tool-result lines held for the agent, in the order they came."""
+        held = self._held.pop(parent, [])
+        for line in held:
+            self._user_line(line, out)
+
+    def _flush(self, out: list[Event], parent: str | None = None) -> None:
+        """Emit the agent's merged assistant message, if one is pending, then the
+        tool results held for it."""
+        pending = self._pending.pop(parent, None)
+        if pending is None:
+            self._release(parent, out)
             return
-        self._pending = None
+        self._flush_message(pending, out)
+        self._release(parent, out)
+
+    def _flush_message(self, pending: _Pending, out: list[Event]) -> None:
         provenance = Provenance(provider="anthropic", api="messages", model=pending.model)
         parts, unknown_blocks = assistant_parts(pending.blocks, provenance)
         for block in unknown_blocks:
@@ -662,7 +739,7 @@ class ClaudeCodeAdapter(Adapter):
         stop_reason = pending.stop_reason or (finished[0] if finished else None)
         # With partial messages on, a message whose stream never reached message_stop
         # (interrupted) is partial; without them the lines give no way to tell.
-        partial = pending.id in self._streamed and finished is None
+        partial = pending.id in self._streamed and (finished is None or finished[1] == "partial")
         if partial and pending.parent_id is None and pending.id == self._step_message:
             self._step_partial = True
         out.append(
@@ -739,7 +816,14 @@ class ClaudeTranscriptAdapter(ClaudeCodeAdapter):
     def _user_content(
         self, line: Mapping[str, Any], blocks: list[dict[str, Any]], out: list[Event]
     ) -> None:
-        if not line.get("isMeta") and not line.get("parent_tool_use_id") and self._turn_open:
+        content = line["message"]["content"]
+        results = (
+            []
+            if isinstance(content, str)
+            else [b for b in content if b.get("type") == "tool_result"]
+        )
+        new_prompt = not line.get("isMeta") and not line.get("parent_tool_use_id") and not results
+        if new_prompt and self._turn_open:
             self._end_turn(out)
         super()._user_content(line, blocks, out)
 
