@@ -149,38 +149,92 @@ def recovered_message(event: NativeUnknownEvent) -> Message | None:
     return message_of(cast(SurfaceEvent, rebuilt))
 
 
+class _SurfaceOrder:
+    """The order of the surface nodes: each node's seq and sort key, strictly increasing
+    along the surface, so a range is found by bisection. The core of
+    :class:`SurfaceView`, and of the projections that follow the surface."""
+
+    __slots__ = ("key_of", "keys", "seqs")
+
+    def __init__(self) -> None:
+        self.keys: list[int] = []
+        """Sort key of each surface node, strictly increasing."""
+        self.seqs: list[int] = []
+        """Seq of each surface node."""
+        self.key_of: dict[int, int] = {}
+        """Seq → sort key, for the nodes on the surface only."""
+
+    def append(self, seq: int) -> None:
+        """Put the node ``seq`` at the end of the surface."""
+        self.keys.append(seq)
+        self.seqs.append(seq)
+        self.key_of[seq] = seq
+
+    def splice(self, seq: int, first: int, last: int) -> list[int]:
+        """Swap the nodes at positions ``first`` to ``last`` (inclusive) for the node
+        ``seq``, which takes the sort key of the first; the seqs it replaced."""
+        key = self.keys[first]
+        replaced = self.seqs[first : last + 1]
+        for old in replaced:
+            self.key_of.pop(old, None)
+        self.keys[first : last + 1] = [key]
+        self.seqs[first : last + 1] = [seq]
+        self.key_of[seq] = key
+        return replaced
+
+    def range(self, start: int | None, end: int | None, seq: int) -> tuple[int, int]:
+        """Surface positions of a replace range, or SurfaceError naming what is wrong (a
+        bound of the wrong type first: a seq given as ``"0"`` is on no surface, and
+        saying so would hide the real mistake)."""
+        if start is None or end is None:
+            raise SurfaceError(f"event seq {seq}: a replace needs both start and end seqs")
+        for name, bound in (("start", start), ("end", end)):
+            if isinstance(bound, bool) or not isinstance(bound, int):
+                raise SurfaceError(
+                    f"event seq {seq}: replace {name} must be an int seq, got "
+                    f"{type(bound).__name__} {bound!r}"
+                )
+        start_key = self.key_of.get(start)
+        end_key = self.key_of.get(end)
+        if start_key is None:
+            raise SurfaceError(f"event seq {seq}: replace start seq {start} is not on the surface")
+        if end_key is None:
+            raise SurfaceError(f"event seq {seq}: replace end seq {end} is not on the surface")
+        if end_key < start_key:
+            raise SurfaceError(
+                f"event seq {seq}: replace range {start}..{end} runs backwards on the surface"
+            )
+        return bisect_left(self.keys, start_key), bisect_left(self.keys, end_key)
+
+
 class SurfaceView:
     """The surface and its derived messages, updated one event at a time."""
 
-    __slots__ = ("_blank", "_derive", "_key_of", "_keys", "_messages", "_seqs", "generation")
+    __slots__ = ("_blank", "_derive", "_messages", "_order", "generation")
 
     def __init__(self, *, derive: bool = True) -> None:
         self._derive = derive
         """False: track which seqs are on the surface only (no messages), to check
         intents cheaply (the server's writers)."""
-        self._keys: list[int] = []
-        """Sort key of each surface node, strictly increasing."""
-        self._seqs: list[int] = []
-        """Seq of each surface node."""
+        self._order = _SurfaceOrder()
+        """The surface nodes' seqs and sort keys."""
         self._messages: list[Message | None] = []
         """The derived message of each surface node (None: a recovered event with
         nothing this version can render, see :func:`recovered_message`)."""
         self._blank: set[int] = set()
         """Seqs of the surface nodes whose message is None (almost always none)."""
-        self._key_of: dict[int, int] = {}
-        """Seq → sort key, for the nodes on the surface only."""
         self.generation = 0
         """Bumped by every replace."""
 
     def __len__(self) -> int:
-        return len(self._seqs)
+        return len(self._order.seqs)
 
     def __contains__(self, seq: object) -> bool:
-        return seq in self._key_of
+        return seq in self._order.key_of
 
     def seqs(self) -> list[int]:
         """The seqs of the surface nodes, in surface order (blank nodes included)."""
-        return list(self._seqs)
+        return list(self._order.seqs)
 
     def messages(self) -> list[Message]:
         """The derived messages, in surface order (a new list; the messages are frozen)."""
@@ -199,16 +253,17 @@ class SurfaceView:
 
     def _check_intent(self, surface: Surface | None, seq: int) -> None:
         if surface is not None and surface.op == "replace":
-            self._range(surface.start, surface.end, seq)
+            self._order.range(surface.start, surface.end, seq)
 
     def apply(self, event: SurfaceEvent) -> None:
         """Put ``event`` on the surface as its intent says (``event.seq`` must be set)."""
         surface = event.surface
         if surface is None:  # the common case, inline: a full derive is benchmarked
             seq = event.seq
-            self._keys.append(seq)
-            self._seqs.append(seq)
-            self._key_of[seq] = seq
+            order = self._order
+            order.keys.append(seq)
+            order.seqs.append(seq)
+            order.key_of[seq] = seq
             if self._derive:
                 self._messages.append(message_of(event))
         elif surface.op != "hidden":
@@ -228,22 +283,15 @@ class SurfaceView:
     def _place(self, seq: int, surface: Surface | None, message: Message | None) -> None:
         """Append the node ``seq``, or swap it for the range its replace names."""
         if surface is None or surface.op == "append":
-            self._keys.append(seq)
-            self._seqs.append(seq)
-            self._key_of[seq] = seq
+            self._order.append(seq)
             if self._derive:
                 self._messages.append(message)
                 if message is None:
                     self._blank.add(seq)
         elif surface.op == "replace":
-            first, last = self._range(surface.start, surface.end, seq)
-            key = self._keys[first]
-            for replaced in self._seqs[first : last + 1]:
-                del self._key_of[replaced]
+            first, last = self._order.range(surface.start, surface.end, seq)
+            for replaced in self._order.splice(seq, first, last):
                 self._blank.discard(replaced)
-            self._keys[first : last + 1] = [key]
-            self._seqs[first : last + 1] = [seq]
-            self._key_of[seq] = key
             if self._derive:
                 self._messages[first : last + 1] = [message]
                 if message is None:
@@ -253,28 +301,9 @@ class SurfaceView:
             raise AssertionError(f"unexpected surface op {surface.op!r}")
 
     def _range(self, start: int | None, end: int | None, seq: int) -> tuple[int, int]:
-        """Surface positions of a replace range, or SurfaceError naming what is wrong (a
-        bound of the wrong type first: a seq given as ``"0"`` is on no surface, and
-        saying so would hide the real mistake)."""
-        if start is None or end is None:
-            raise SurfaceError(f"event seq {seq}: a replace needs both start and end seqs")
-        for name, bound in (("start", start), ("end", end)):
-            if isinstance(bound, bool) or not isinstance(bound, int):
-                raise SurfaceError(
-                    f"event seq {seq}: replace {name} must be an int seq, got "
-                    f"{type(bound).__name__} {bound!r}"
-                )
-        start_key = self._key_of.get(start)
-        end_key = self._key_of.get(end)
-        if start_key is None:
-            raise SurfaceError(f"event seq {seq}: replace start seq {start} is not on the surface")
-        if end_key is None:
-            raise SurfaceError(f"event seq {seq}: replace end seq {end} is not on the surface")
-        if end_key < start_key:
-            raise SurfaceError(
-                f"event seq {seq}: replace range {start}..{end} runs backwards on the surface"
-            )
-        return bisect_left(self._keys, start_key), bisect_left(self._keys, end_key)
+        """Surface positions of a replace range, or SurfaceError (see
+        :meth:`_SurfaceOrder.range`); the log validates a compression with it."""
+        return self._order.range(start, end, seq)
 
 
 def derive_messages(events: Iterable[EventBase]) -> list[Message]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextvars
 import math
+import re
 import threading
 import time
 import uuid
@@ -101,7 +102,7 @@ def _check_storable(event: EventBase) -> None:
         data = _storable.encode(event)
     except (TypeError, ValueError, OverflowError) as exc:
         raise DecodeError(f"{tag} event cannot be stored: {exc}") from exc
-    if b"null" in data:  # where a NaN or an infinity would be: JSON stores them as null
+    if _STRUCTURAL_NULL.search(data):  # where a NaN or an infinity would be written
         _refuse_non_finite(tag, msgspec.to_builtins(event))
     try:
         _readable.decode(data)
@@ -113,6 +114,11 @@ def _check_storable(event: EventBase) -> None:
             f"{tag} event cannot be stored: it would not read back: {problem}",
             path=path.strip("`"),
         ) from exc
+
+
+_STRUCTURAL_NULL = re.compile(rb"[:,\[]null")
+"""A JSON null as a value (not the word in a string): msgspec writes NaN and infinity
+so, and only then does an event need the walk of :func:`_refuse_non_finite`."""
 
 
 def _refuse_non_finite(tag: object, value: Any) -> None:

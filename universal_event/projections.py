@@ -17,13 +17,13 @@ Built-ins (``log.projection("usage")`` registers one on first use):
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from universal_event.errors import ProjectionError
+from universal_event.derive import _SurfaceOrder
+from universal_event.errors import ProjectionError, SurfaceError
 from universal_event.events import (
     AssistantMessageEvent,
     Event,
@@ -149,16 +149,14 @@ class _SurfaceCalls:
     second result of its call, a rewritten message no second request. Only the surface
     intents are read (a ``compression/prune``'s replacements are replaces of one seq).
 
-    Kept like :class:`~universal_event.derive.SurfaceView`: sort keys strictly
+    Its order is :class:`~universal_event.derive.SurfaceView`'s: sort keys strictly
     increasing along the surface, a range found by bisection.
     """
 
-    __slots__ = ("_key_of", "_keys", "_seqs", "_stands_for")
+    __slots__ = ("_order", "_stands_for")
 
     def __init__(self) -> None:
-        self._keys: list[int] = []
-        self._seqs: list[int] = []
-        self._key_of: dict[int, int] = {}
+        self._order = _SurfaceOrder()
         self._stands_for: dict[int, list[_Entry] | Counter[_Entry]] = {}
         """Seq → what a surface node stands for (only the nodes that stand for any): its
         own entries, or for a replacement a count of them and of those it replaced."""
@@ -168,38 +166,31 @@ class _SurfaceCalls:
         are new (False: one the nodes it replaced stood for)."""
         surface = event.surface
         if surface is None or surface.op == "append":
-            self._keys.append(event.seq)
-            self._seqs.append(event.seq)
-            self._key_of[event.seq] = event.seq
+            self._order.append(event.seq)
             if own:
                 self._stands_for[event.seq] = own
         elif surface.op == "replace":
-            span = self._span(surface.start, surface.end)
+            span = self._span(surface.start, surface.end, event.seq)
             if span is not None:
                 return self._replace(event.seq, *span, own)
         # hidden, or a range not on the surface (which the log refuses): all new
         return [True] * len(own)
 
-    def _span(self, start: int | None, end: int | None) -> tuple[int, int] | None:
+    def _span(self, start: int | None, end: int | None, seq: int) -> tuple[int, int] | None:
         """Surface positions of a replace range; None when it is not on the surface."""
-        start_key = None if start is None else self._key_of.get(start)
-        end_key = None if end is None else self._key_of.get(end)
-        if start_key is None or end_key is None or end_key < start_key:
+        try:
+            first, last = self._order.range(start, end, seq)
+        except SurfaceError:
             return None
-        first, last = bisect_left(self._keys, start_key), bisect_left(self._keys, end_key)
-        if self._seqs[first] != start or self._seqs[last] != end:
+        seqs = self._order.seqs
+        if seqs[first] != start or seqs[last] != end:
             return None  # keys out of order (events never appended): no range to trust
         return first, last
 
     def _replace(self, seq: int, first: int, last: int, own: list[_Entry]) -> list[bool]:
         stood: Counter[_Entry] = Counter()
-        for replaced in self._seqs[first : last + 1]:
-            self._key_of.pop(replaced, None)
+        for replaced in self._order.splice(seq, first, last):
             stood.update(self._stands_for.pop(replaced, ()))
-        key = self._keys[first]
-        self._keys[first : last + 1] = [key]
-        self._seqs[first : last + 1] = [seq]
-        self._key_of[seq] = key
         unclaimed = stood.copy()
         new: list[bool] = []
         for entry in own:

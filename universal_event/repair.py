@@ -28,7 +28,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from universal_event.errors import LiveSessionError
 from universal_event.events import (
@@ -41,12 +40,9 @@ from universal_event.events import (
     TurnEndEvent,
     TurnStartEvent,
 )
-from universal_event.log import close_last
+from universal_event.log import SessionLog, close_last
 from universal_event.projections import ToolCallSummary, reduce_tools
 from universal_event.stores._base import Store
-
-if TYPE_CHECKING:
-    from universal_event.log import SessionLog
 
 __all__ = ["OpenWork", "find_open_work", "repair", "repair_log"]
 
@@ -138,8 +134,6 @@ def repair_log(log: SessionLog, *, reason: str | None = None) -> list[Event]:
 
 def repair(store: Store, session_id: str, *, reason: str | None = None) -> list[Event]:
     """Load ``session_id`` from ``store`` and repair it; refuses a live session."""
-    from universal_event.log import SessionLog
-
     _refuse_if_written(store, session_id)
     return repair_log(SessionLog.open(store, session_id, live=False), reason=reason)
 
@@ -148,8 +142,6 @@ def _refuse_if_written(store: Store, session_id: str) -> None:
     """LiveSessionError when a live log writes the session: in this process, or (for a
     store that can tell) in another one. A repair under a writer would make its next
     checkpoint fail, and what it had not stored would be lost."""
-    from universal_event.log import SessionLog
-
     if SessionLog.live_writer(store, session_id) is not None:
         raise LiveSessionError(
             f"session {session_id!r} has a live writer in this process; refusing to repair"

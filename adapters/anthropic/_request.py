@@ -338,7 +338,10 @@ class _GroupRenderer(GroupRenderer):
             if replayable_server_part(part, message, self.target, warnings):
                 native = dict(part.native)
                 if "cache_control" in native:
-                    self.marks += 1
+                    if self.keep_cache:
+                        self.marks += 1
+                    else:
+                        del native["cache_control"]
                 return native
             return None
         if isinstance(part, ImagePart):

@@ -22,15 +22,26 @@ import pytest
 
 pytest.importorskip("psycopg")
 
+import msgspec
 import psycopg
 
+from universal_event.codec import encode
 from universal_event.errors import ConflictError, CorruptEventError, SessionNotFoundError
-from universal_event.events import Event
-from universal_event.stores._base import READ_PAGE_SIZE, encode_for, event_type
+from universal_event.events import Event, EventBase
+from universal_event.stores._base import READ_PAGE_SIZE, event_type
 from universal_event.stores.postgres import PostgresStore
 from universal_event.testing import large_tool_result, sample_events
 
 from .conftest import new_schema
+
+
+def encode_for(session_id: str, event: EventBase) -> bytes:
+    """The stored bytes of ``event`` re-homed into ``session_id`` (rows written here
+    directly, as a store would)."""
+    if event.session_id != session_id:
+        event = msgspec.structs.replace(event, session_id=session_id)
+    return encode(event)
+
 
 StoreMaker = Callable[..., PostgresStore]
 

@@ -237,8 +237,6 @@ class _ControlPlane:
                 )
             except SurfaceError as exc:
                 return _error(422, "bad_surface_intent", str(exc))
-            except StoreError as exc:
-                return _store_error(exc)
             self.hub.published_locally(session_id, result.appended)
         body_out: dict[str, Any] = {
             "appended": len(result.appended),
@@ -290,8 +288,6 @@ class _ControlPlane:
             return refused
         try:
             messages = await anyio.to_thread.run_sync(_derive, self.store, session_id)
-        except SessionNotFoundError as exc:
-            return _error(404, "session_not_found", str(exc))
         except ImportError as exc:
             return _error(501, "not_available", f"deriving messages is not available: {exc}")
         return _Json(messages)
@@ -309,8 +305,6 @@ class _ControlPlane:
             )
         try:
             rendered = await anyio.to_thread.run_sync(_render, self.store, session_id, target)
-        except SessionNotFoundError as exc:
-            return _error(404, "session_not_found", str(exc))
         except RenderError as exc:
             return _error(422, "render_failed", str(exc))
         except ImportError as exc:

@@ -35,7 +35,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 import msgspec
 
-from universal_event.codec import decode, encode
+from universal_event.codec import decode
 from universal_event.errors import CorruptEventError, DecodeError, StoreURLError
 from universal_event.events import Event, EventBase
 
@@ -58,7 +58,6 @@ __all__ = [
     "decode_page",
     "decode_rows",
     "decode_stored",
-    "encode_for",
     "encode_row_values",
     "local_path",
     "event_type",
@@ -211,17 +210,6 @@ def encode_row_values(session_id: str, events: Sequence[EventBase], expected_seq
 def runtime_of(events: Sequence[EventBase]) -> str | None:
     """The runtime the first event that names one belongs to (``source.runtime``)."""
     return next((e.source.runtime for e in events if e.source is not None), None)
-
-
-def encode_for(session_id: str, event: EventBase) -> bytes:
-    """The bytes of ``event`` (one this version made) re-homed into ``session_id``.
-
-    Not for copying stored events (``fork``): decoding drops what a newer producer wrote
-    that this version does not know, so those are re-homed by :class:`Rehoming`.
-    """
-    if event.session_id != session_id:
-        event = msgspec.structs.replace(event, session_id=session_id)
-    return encode(event)
 
 
 _SESSION_KEY = b'"session_id"'
