@@ -214,13 +214,16 @@ def _template_problem(template: str) -> str | None:
 # ---------------------------------------------------------------- warnings
 
 
-def warning(code: str, message: str, **details: Any) -> WarningEvent:
-    """A warning event for something a renderer repaired or dropped on purpose."""
+def warning(
+    code: str, message: str, *, native_type: str = "render", **details: Any
+) -> WarningEvent:
+    """A warning event for something a renderer (or a hand-off: ``native_type``)
+    repaired or dropped on purpose."""
     return WarningEvent(
         code=code,
         message=message,
         details=details or None,
-        source=Source(runtime="universal-event", native_type="render"),
+        source=Source(runtime="universal-event", native_type=native_type),
     )
 
 
@@ -1319,6 +1322,15 @@ def _neutral_tool_choice(api: str | None, choice: Any) -> Any:
     return None
 
 
+def _choice_of_declared_name(api: str, choice: Any) -> Any:
+    """A forced tool choice of ``api`` kept as given, but naming the tool as it is
+    declared when the target refuses its name (:func:`map_tool_name`)."""
+    neutral = _neutral_tool_choice(api, choice)
+    if isinstance(neutral, dict) and map_tool_name(neutral["name"], api) != neutral["name"]:
+        return _native_tool_choice(api, neutral)
+    return choice
+
+
 def _native_tool_choice(api: str, choice: Any) -> Any:
     if isinstance(choice, dict):  # {"name": str}, as _neutral_tool_choice gives it
         choice = {"name": map_tool_name(choice["name"], api)}  # as the tool is declared
@@ -1371,6 +1383,8 @@ def translate_sampling(
     sampling = _well_shaped(sampling, source_api, warnings)
     if source_api == target_api:
         out = dict(sampling)
+        if "tool_choice" in out:
+            out["tool_choice"] = _choice_of_declared_name(target_api, out["tool_choice"])
         _drop_refused_by_model(out, target_api, target_model, warnings)
         return out, warnings
     out = _translated_sampling(sampling, source_api, target_api, warnings)

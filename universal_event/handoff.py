@@ -128,7 +128,6 @@ def render_for(
         header = RequestHeaderEvent(provider="anthropic", api="messages", model=model)
         policy = RenderPolicy(keep_cache_control=False)
         request = render_anthropic(messages, header, policy, warnings=warnings)
-        request["messages"] = [_without_cache_marks(m) for m in request["messages"]]
         return request, warnings
     if runtime == "codex":
         from adapters.openai_responses import render_request as render_responses
@@ -142,35 +141,10 @@ def render_for(
     raise HandoffError(f"unknown runtime {runtime!r}; hand-off targets: claude-code, codex")
 
 
-def _without_cache_marks(message: dict[str, Any]) -> dict[str, Any]:
-    """``message`` without a ``cache_control`` on any block (a block replayed as the
-    provider gave it, such as a server tool's, keeps one even without the policy's)."""
-    content = message["content"]
-    if isinstance(content, str):
-        return message
-    blocks = []
-    for block in content:
-        if isinstance(block, dict):
-            block = {key: value for key, value in block.items() if key != "cache_control"}
-            inner = block.get("content")
-            if block.get("type") == "tool_result" and isinstance(inner, list):
-                block["content"] = [
-                    {key: value for key, value in part.items() if key != "cache_control"}
-                    if isinstance(part, dict)
-                    else part
-                    for part in inner
-                ]
-        blocks.append(block)
-    return {**message, "content": blocks}
-
-
 def _handoff_warning(code: str, message: str, **details: Any) -> WarningEvent:
-    return WarningEvent(
-        code=code,
-        message=message,
-        details=details or None,
-        source=Source(runtime="universal-event", native_type="handoff"),
-    )
+    from adapters._render import warning
+
+    return warning(code, message, native_type="handoff", **details)
 
 
 def codex_readable(

@@ -354,6 +354,21 @@ def test_tool_choice_names_the_mapped_tool() -> None:
     assert OPENAI_TOOL_NAME.fullmatch(chosen) and chosen == kwargs["tools"][0]["function"]["name"]
 
 
+def test_a_same_api_tool_choice_names_the_mapped_tool() -> None:
+    """A Chat header forcing a tool whose name Chat refuses: the choice names the tool as
+    it is declared (it used to name ``docs.search``, a tool the request did not offer)."""
+    header = RequestHeaderEvent(
+        provider="openai",
+        api="chat",
+        model="gpt-4o",
+        tools=[ToolSpec(name="docs.search", input_schema={"type": "object"})],
+        sampling={"tool_choice": {"type": "function", "function": {"name": "docs.search"}}},
+    )
+    kwargs, _ = render("openai-chat", [user("hi")], header, RenderPolicy(model="gpt-4o"))
+    chosen = kwargs["tool_choice"]["function"]["name"]
+    assert OPENAI_TOOL_NAME.fullmatch(chosen) and chosen == kwargs["tools"][0]["function"]["name"]
+
+
 def test_mapped_names_render_the_same_with_the_render_cache() -> None:
     cache = RenderCache()
     longer = [*DOTTED_CALL, *DOTTED_CALL[1:]]
