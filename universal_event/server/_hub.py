@@ -511,11 +511,15 @@ class Hub:
     def end_streams(self, grace: float = 1.0) -> None:
         """Shutdown begins: every open stream ends now (a clean end of its response);
         one still stuck in a write after ``grace`` seconds is disconnected."""
+        self._close_streams()
+        if self.streams:
+            asyncio.get_running_loop().call_later(grace, self._disconnect_all)
+
+    def _close_streams(self) -> None:
+        """Shutdown begins: new streams end at once, every open one ends now."""
         self.stopping = True
         for buffer in list(self.streams):
             buffer.close()
-        if self.streams:
-            asyncio.get_running_loop().call_later(grace, self._disconnect_all)
 
     def _disconnect_all(self) -> None:
         for buffer in list(self.streams):
@@ -523,9 +527,7 @@ class Hub:
 
     async def stop(self) -> None:
         """End every stream, cancel every pump, the ticker and the watchdog (on shutdown)."""
-        self.stopping = True
-        for buffer in list(self.streams):
-            buffer.close()
+        self._close_streams()
         for feed in self._feeds.values():
             feed.stopping = True  # its tail thread ends within one tail timeout
         tasks = [feed.task for feed in self._feeds.values() if feed.task is not None]

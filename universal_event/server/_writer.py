@@ -149,11 +149,12 @@ class _SessionState:
     """Which seqs are on the surface: a posted replace intent is checked against it (a
     bad one stored would make the session fail to load everywhere)."""
 
-    def take(self, event: Event) -> None:
+    def take(self, event: Event, packed: int | None = None) -> None:
         """Take in a stored event: its id (and the key it was made from), its surface
-        intent; the next free seq follows it."""
+        intent; the next free seq follows it. ``packed`` is the event's :func:`_pack`
+        when the caller has it already."""
         event_id = event.id
-        self.ids[event_id] = _pack(event)
+        self.ids[event_id] = _pack(event) if packed is None else packed
         if "~" in event_id and (keyed := _KEYED_ID.fullmatch(event_id)):
             self.keys.setdefault(keyed[1], keyed[2])
         if is_surface_event(event):
@@ -209,7 +210,7 @@ class SessionWriters:
                     key, fingerprint = idempotency_key
                     if state.keys.get(key, fingerprint) != fingerprint:
                         raise IdempotencyKeyReused(session_id, key)
-                batch, duplicates = self._number(session_id, state, events, check_bodies)
+                batch, packs, duplicates = self._number(session_id, state, events, check_bodies)
                 for event in batch:  # against the surface before the batch: refused whole
                     if is_surface_event(event):
                         state.surface.check(event)
@@ -231,8 +232,8 @@ class SessionWriters:
                     conflicts += 1
                     self._back_off(session_id, conflicts, started)
                     continue
-                for event in batch:
-                    state.take(event)
+                for event, packed in zip(batch, packs, strict=True):
+                    state.take(event, packed)
                 return AppendResult(batch, duplicates)
 
     @staticmethod
@@ -257,8 +258,12 @@ class SessionWriters:
     @staticmethod
     def _number(
         session_id: str, state: _SessionState, events: Sequence[Event], check_bodies: bool
-    ) -> tuple[list[Event], int]:
+    ) -> tuple[list[Event], list[int | None], int]:
+        """Number the events not stored yet; returns them, their :func:`_pack` (when
+        ``check_bodies`` computed it, else ``None``: ``take`` packs them) and how many
+        were duplicates."""
         batch: list[Event] = []
+        packs: list[int | None] = []
         in_batch: dict[str, int] = {}
         duplicates = 0
         now = time.time()
@@ -274,9 +279,11 @@ class SessionWriters:
             numbered = msgspec.structs.replace(
                 event, seq=state.next_seq + len(batch), session_id=session_id, ts=event.ts or now
             )
-            in_batch[event.id] = _pack(numbered) if check_bodies else numbered.seq
+            packed = _pack(numbered) if check_bodies else None
+            in_batch[event.id] = numbered.seq if packed is None else packed
             batch.append(numbered)
-        return batch, duplicates
+            packs.append(packed)
+        return batch, packs, duplicates
 
 
 def _check_same_body(session_id: str, event: Event, stored: int) -> None:
