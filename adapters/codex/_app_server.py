@@ -418,16 +418,14 @@ class AppServerLines(CodexCore):
     def _message_completed(
         self, out: list[Event], method: str, item_id: str, text: str, phase: str | None
     ) -> None:
-        self._item_done(item_id)
-        self._next_response(out, method)
+        self._response_item_done(out, method, item_id)
         self._open_items.pop(item_id, None)
         self._add_part(TextPart(text=text, item_id=item_id or None, phase=phase), ("text", text))
 
     def _reasoning_completed(
         self, out: list[Event], method: str, item_id: str, summary: list[str], content: str
     ) -> None:
-        self._item_done(item_id)
-        self._next_response(out, method)
+        self._response_item_done(out, method, item_id)
         self._open_items.pop(item_id, None)
         part = ThinkingPart(
             text=content, summary=summary, id=item_id or None, provenance=self.provenance()

@@ -21,7 +21,7 @@ the message's calls — the model's order when raw events give it (the raw
 ``function_call`` items, :meth:`CodexCore._model_order`), else the order the commands
 started in; a command's result also waits for its raw ``function_call_output`` when
 raw events are on. An input that ends inside a response (``close()``) logs the results
-it holds only with raw events (:meth:`CodexCore._release_at_close`). Named limit: ``codex
+it holds only with raw events (:meth:`CodexCore._settle_results`). Named limit: ``codex
 exec --json`` cannot tell a call the next response makes with no reasoning or text
 before it from one more call of the same response; such a call joins the message.
 
@@ -65,6 +65,7 @@ decoder already.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Mapping
@@ -73,7 +74,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from adapters._base import Adapter, EventT, split_lines, str_or_none
+from adapters._base import Adapter, EventT, int_or_none, split_lines, str_or_none
 from adapters.openai_responses._items import result_parts
 from universal_event.events import (
     AssistantChunkEvent,
@@ -207,36 +208,21 @@ class OpenItem:
         )
 
 
+@dataclasses.dataclass(slots=True)
 class HeldResult:
     """A tool's result not logged yet: its response is not over, an earlier call of the
     message has no result yet, or (raw events on) the text Codex sends the model for it,
     the raw ``function_call_output``, has not come (``content`` None: ``output`` is the
     plain output to fall back on)."""
 
-    __slots__ = (
-        "call_id", "content", "details", "exit_code", "is_error", "name", "native_type",
-        "output",
-    )  # fmt: skip
-
-    def __init__(
-        self,
-        native_type: str,
-        call_id: str,
-        name: str | None,
-        content: list[ResultPart] | None,
-        output: str,
-        is_error: bool,
-        exit_code: int | None,
-        details: dict[str, Any] | None,
-    ) -> None:
-        self.native_type = native_type
-        self.call_id = call_id
-        self.name = name
-        self.content = content
-        self.output = output
-        self.is_error = is_error
-        self.exit_code = exit_code
-        self.details = details
+    native_type: str
+    call_id: str
+    name: str | None
+    content: list[ResultPart] | None
+    output: str
+    is_error: bool
+    exit_code: int | None
+    details: dict[str, Any] | None
 
 
 class CodexCore(Adapter):
@@ -420,7 +406,7 @@ class CodexCore(Adapter):
         if self._turn_open:
             self._end_turn(out, "interrupted", native_type, error="a new turn started")
         # Every later event carries the turn id: one of another type would poison them all.
-        self.turn_id = turn_id if isinstance(turn_id, str) and turn_id else f"turn_{_fast_id()}"
+        self.turn_id = str_or_none(turn_id) or f"turn_{_fast_id()}"
         self._turn_open = True
         self._turn_usage = None
         out.append(self.make(TurnStartEvent, native_type=native_type))
@@ -446,17 +432,14 @@ class CodexCore(Adapter):
         release: bool = True,
     ) -> None:
         """Flush the message (``partial`` unless completed), log the results it waited
-        for (not with ``release`` False: :meth:`_release_at_close`), write ``turn/end``,
+        for (not with ``release`` False: :meth:`_settle_results`), write ``turn/end``,
         and close what the turn left open (module docstring: no result is made up for a
         call that never got one)."""
         if status == "completed":
             self._flush(out, native_type)
         else:
             self._flush(out, native_type, status="partial", stop_reason=status)
-        if release:
-            self._release(out, final=True)
-        else:
-            self._forget_results()
+        self._settle_results(out, release)
         out.append(
             self.make(
                 TurnEndEvent,
@@ -464,7 +447,7 @@ class CodexCore(Adapter):
                 status=status,
                 usage=usage if usage is not None else self._turn_usage,
                 error=error,
-                duration_ms=duration_ms if type(duration_ms) is int else None,
+                duration_ms=int_or_none(duration_ms),
             )
         )
         self._turn_open = False
@@ -734,24 +717,27 @@ class CodexCore(Adapter):
                 self._log_result(out, result)
             held.clear()
 
-    def _forget_results(self) -> None:
-        self._held.clear()
-        self._result_order.clear()
+    def _settle_results(self, out: list[Event], release: bool) -> None:
+        """The response is over for good: log the held results (:meth:`_release`,
+        ``final``), or with ``release`` False forget them.
 
-    def _release_at_close(self) -> bool:
-        """Whether the input's end (``close()``, not a line) logs the held results.
-
-        The input may end before the response does — an import of a capture still being
-        written, imported again once it has grown: the results it holds then are logged
-        by the line that ends the response, and logged at this end as well they would be
-        in the log twice (an import's events are numbered by the line that completed
-        them; only a cut *message* is replaced by the grown one). So without raw events
-        they are not logged here: a stream cut there leaves the calls unanswered, as an
-        interrupt does (the partial message has them; a renderer answers them, rule 6).
-        With raw events the results waiting for their raw output are logged with the
-        plain output, as before: a runtime killed after its command ran keeps the result.
+        ``release`` False is the input's end (``close()``, not a line) without raw
+        events. The input may end before the response does — an import of a capture
+        still being written, imported again once it has grown: the results it holds then
+        are logged by the line that ends the response, and logged at this end as well
+        they would be in the log twice (an import's events are numbered by the line that
+        completed them; only a cut *message* is replaced by the grown one). So without
+        raw events they are not logged there: a stream cut there leaves the calls
+        unanswered, as an interrupt does (the partial message has them; a renderer
+        answers them, rule 6). With raw events the results waiting for their raw output
+        are logged with the plain output, as before: a runtime killed after its command
+        ran keeps the result.
         """
-        return self._raw_events
+        if release:
+            self._release(out, final=True)
+        else:
+            self._held.clear()
+            self._result_order.clear()
 
     def _log_result(self, out: list[Event], result: HeldResult) -> None:
         content = result.content
@@ -776,6 +762,12 @@ class CodexCore(Adapter):
         self._flush(out, native_type)
         if self._result_order:
             self._release(out)
+
+    def _response_item_done(self, out: list[Event], native_type: str, item_id: str) -> None:
+        """An item that starts a new model response completes (:meth:`_item_done`, then
+        :meth:`_next_response`)."""
+        self._item_done(item_id)
+        self._next_response(out, native_type)
 
     def _next_response(self, out: list[Event], native_type: str) -> None:
         """An item that starts a new model response (reasoning, a message, a web search
@@ -842,8 +834,8 @@ class CodexCore(Adapter):
         the reasoning and messages around it (without a key, the retry's copy was added
         next to the failed attempt's).
         """
-        self._item_done(item_id)
-        self._next_response(out, native_type)  # after tool results: the next response's
+        # After tool results, a web search is the next response's.
+        self._response_item_done(out, native_type, item_id)
         search = {"query": item.get("query"), "action": item.get("action")}
         part = ServerToolCallPart(
             id=item_id,

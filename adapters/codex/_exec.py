@@ -195,9 +195,8 @@ class ExecLines(CodexCore):
     ) -> None:
         # exec item ids are Codex's own counters (item_0, item_1, ...), not the model's
         # rs_/msg_ ids: they stay out of the parts so no renderer replays them.
-        self._item_done(item_id)
         # After tool results, a reasoning / message item is the next response's.
-        self._next_response(out, kind)
+        self._response_item_done(out, kind, item_id)
         if item_type == "agent_message":
             if not self._add_part(TextPart(text=text), ("text", text)):
                 self._chunk(out, kind, item_id, "text", text)

@@ -56,11 +56,14 @@ class CodexAdapter(ExecLines, AppServerLines):
 
     def close(self) -> list[Event]:
         """Finish: a last line without newline, then an open turn as interrupted (the
-        results its response still held: :meth:`_release_at_close`)."""
+        results its response still held: :meth:`_settle_results`)."""
         out: list[Event] = []
         for raw in self._rest_of_lines():
             self._raw_line(raw, out, "truncated last line (stream cut)")
-        release = self._release_at_close()
+        # The held results are logged at the input's end only with raw events: without
+        # them a capture imported again once grown would log them twice
+        # (:meth:`_settle_results`).
+        release = self._raw_events
         if self._turn_open:
             self._end_turn(
                 out,
@@ -71,10 +74,7 @@ class CodexAdapter(ExecLines, AppServerLines):
             )
         else:
             self._flush(out, "close", status="partial", stop_reason="interrupted")
-            if release:
-                self._release(out, final=True)
-            else:
-                self._forget_results()
+            self._settle_results(out, release)
         return out
 
     def _start_turn(self, out: list[Event], turn_id: Any, native_type: str) -> None:

@@ -623,7 +623,7 @@ def _parse_input_part(part: dict[str, Any]) -> UserPart:
         url = str_or_none(part.get("image_url"))
         inline = parse_data_url(url) if url else None
         return ImagePart(
-            url=None if inline else str_or_none(url),
+            url=None if inline else url,
             data=inline[1] if inline else None,
             media_type=inline[0] if inline else None,
             file_id=str_or_none(part.get("file_id")),

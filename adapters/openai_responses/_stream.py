@@ -472,9 +472,7 @@ class OpenAIResponsesAdapter(Adapter):
         except UniversalEventError:
             raise
         except MALFORMED as exc:
-            native_type = raw.get("type")
-            kind = native_type if isinstance(native_type, str) else None
-            return [self.malformed(kind, dict(raw), exc)]
+            return [self.malformed(str_or_none(raw.get("type")), dict(raw), exc)]
 
     def _on_dict(self, raw: Mapping[str, Any]) -> list[Event]:
         if raw.get("object") == "response":
@@ -571,9 +569,7 @@ class OpenAIResponsesAdapter(Adapter):
             if "$.type" in problem
             else f"unexpected shape: {problem}"
         )
-        events.append(
-            self.unknown(native_type if isinstance(native_type, str) else None, dict(raw), reason)
-        )
+        events.append(self.unknown(str_or_none(native_type), dict(raw), reason))
         return events
 
     # ------------------------------------------------------------------ dispatch
@@ -989,7 +985,7 @@ class OpenAIResponsesAdapter(Adapter):
         return self._event(
             ToolResultEvent,
             item_type,
-            item.get("id") if isinstance(item.get("id"), str) else None,
+            str_or_none(item.get("id")),
             call_id=call_id,
             name=self._call_names.get(call_id),
             content=result_parts(item.get("output")),
