@@ -66,6 +66,7 @@ from universal_event.events import Event, EventBase
 from universal_event.stores._base import (
     DECODE_BATCH,
     HASHED_NAME_MARK,
+    AppendSignal,
     Batches,
     FileLiveLocks,
     LiveLocks,
@@ -147,12 +148,10 @@ class _Position(msgspec.Struct):
 class _Held:
     """A session file kept open for appending, and what this store knows of it."""
 
-    __slots__ = ("fd", "identity", "header", "seq", "end")
+    __slots__ = ("fd", "header", "seq", "end")
 
-    def __init__(self, fd: int, identity: tuple[int, int]) -> None:
+    def __init__(self, fd: int) -> None:
         self.fd = fd
-        self.identity = identity
-        """(device, inode) of the open file."""
         self.header: bytes | None = None
         """Its header line, once read or written."""
         self.seq = -1
@@ -180,7 +179,7 @@ class JsonlStore(TailByPolling, FileLiveLocks):
         self._fsync = fsync
         self._poll_interval = poll_interval
         self._lock = threading.RLock()
-        self._appended = threading.Condition(threading.Lock())
+        self._appended = AppendSignal()
         self._positions: dict[str, _Position] = {}
         self._paths: dict[str, Path] = {}
         self._open_files: dict[str, _Held] = {}
@@ -251,39 +250,34 @@ class JsonlStore(TailByPolling, FileLiveLocks):
                     )
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
-        with self._appended:
-            self._appended.notify_all()
+        self._appended.appended()
 
     def _lock_file(self, session_id: str, *, create: bool) -> tuple[_Held, os.stat_result] | None:
         """The session's kept file, its descriptor holding the flock, and the file's
         stat; ``None`` when it does not exist.
 
-        A kept descriptor is reused when the path still names its file (another process
-        may have deleted the session, or deleted and created it again, since): the
-        path's stat, taken under the lock, must show the inode the descriptor was opened
-        on (which no other file can have while the descriptor holds it open). That one
-        ``stat`` also gives the size the append starts at (syscalls cost 2-4 µs each
-        here; an append used to make three).
+        A kept descriptor is reused while its file is still linked: every way a session
+        file leaves its path (``delete`` unlinks it, a fork's ``os.replace`` puts another
+        in its place, by this process or another) leaves the descriptor's file with no
+        link, which ``fstat`` under the lock shows. That one ``fstat`` also gives the
+        size the append starts at (syscalls cost 2-4 µs each here, several times that
+        right after an fsync; an append used to make three, then a ``stat`` of the path).
         """
-        path = self._path(session_id)
         held = self._open_files.pop(session_id, None)
         if held is not None:
             fcntl.flock(held.fd, fcntl.LOCK_EX)
-            try:
-                stat = os.stat(path)
-            except FileNotFoundError:
-                stat = None
-            if stat is not None and (stat.st_dev, stat.st_ino) == held.identity:
+            stat = os.fstat(held.fd)
+            if stat.st_nlink:
                 self._open_files[session_id] = held  # now the most recently used
                 return held, stat
             os.close(held.fd)
-        opened = _open_locked(path, create=create)
+        opened = _open_locked(self._path(session_id), create=create)
         if opened is None:
             return None
         while len(self._open_files) >= _MAX_OPEN_FILES:
             os.close(self._open_files.pop(next(iter(self._open_files))).fd)
         fd, stat = opened
-        held = self._open_files[session_id] = _Held(fd, (stat.st_dev, stat.st_ino))
+        held = self._open_files[session_id] = _Held(fd)
         return held, stat
 
     def _close_file(self, session_id: str) -> None:
@@ -348,8 +342,7 @@ class JsonlStore(TailByPolling, FileLiveLocks):
                 temporary.unlink(missing_ok=True)
         if self._fsync:
             _fsync_directory(self.directory)
-        with self._appended:
-            self._appended.notify_all()
+        self._appended.appended()
 
     def _link_in(self, new_id: str, temporary: Path, final: Path) -> None:
         """Make ``temporary`` the session file of ``new_id``: linked in when there is

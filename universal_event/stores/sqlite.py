@@ -50,6 +50,7 @@ from universal_event.events import Event, EventBase
 from universal_event.stores._base import (
     DECODE_BATCH,
     NO_END,
+    AppendSignal,
     Batches,
     FileLiveLocks,
     LiveLocks,
@@ -212,7 +213,7 @@ class SqliteStore(TailByPolling, FileLiveLocks):
             str(self.path), timeout=busy_timeout, isolation_level=None, check_same_thread=False
         )
         self._lock = threading.RLock()
-        self._appended = threading.Condition(threading.Lock())
+        self._appended = AppendSignal()
         self._live_locks = (
             None if str(self.path) == ":memory:" else LiveLocks(Path(f"{self.path}.live"))
         )
@@ -321,8 +322,7 @@ class SqliteStore(TailByPolling, FileLiveLocks):
                     "SELECT COALESCE(MAX(seq), -1) FROM events WHERE session_id = ?", (session_id,)
                 ).fetchone()
                 raise ConflictError(session_id, expected_seq, int(top) + 1) from None
-        with self._appended:
-            self._appended.notify_all()
+        self._appended.appended()
 
     def _insert_values(self, values: list[Any], count: int) -> None:
         """Insert ``count`` rows given as flat values, a prebuilt statement per chunk."""
@@ -367,8 +367,7 @@ class SqliteStore(TailByPolling, FileLiveLocks):
                 "event_count, parent_id, fork_seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (new_id, source.runtime, now, now, copied, source_id, copied - 1),
             )
-        with self._appended:
-            self._appended.notify_all()
+        self._appended.appended()
 
     def _copy_rows(self, source_id: str, new_id: str, stop: int) -> int:
         """Copy the source's rows ``0..stop-1`` under ``new_id`` (the caller holds the
