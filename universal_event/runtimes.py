@@ -205,22 +205,36 @@ def _launcher(
     """The runtime's CLI (:func:`_runtime_binary`) behind its launcher in ``directory``
     (:func:`write_launcher`); :class:`RuntimeNotFoundError` when the CLI is not there."""
     binary = _runtime_binary(runtime, given)
-    name = "claude" if runtime == "claude-code" else "codex"
-    return write_launcher(directory / name, binary, env, passthrough)
+    return write_launcher(directory / _cli_name(runtime), binary, env, passthrough)
+
+
+def _cli_name(runtime: str) -> str:
+    """The runtime's CLI command, which is also the name of its extra."""
+    return "claude" if runtime == "claude-code" else "codex"
+
+
+def _installed_binary(runtime: str) -> Path | None:
+    """The runtime's CLI as installed: the bundled one, else the one on PATH."""
+    bundled = bundled_claude() if runtime == "claude-code" else bundled_codex()
+    if bundled is not None:
+        return bundled
+    found = shutil.which(_cli_name(runtime))
+    return Path(found) if found else None
+
+
+def _runnable(binary: Path | None) -> bool:
+    return binary is not None and binary.is_file() and os.access(binary, os.X_OK)
 
 
 def _runtime_binary(runtime: str, given: Path | None) -> Path:
     """The CLI binary a runner launches: ``given``, else the bundled one, else on PATH."""
     if given is None:
-        bundled = bundled_claude() if runtime == "claude-code" else bundled_codex()
-        found = shutil.which("claude" if runtime == "claude-code" else "codex")
-        given = bundled or (Path(found) if found else None)
-    if given is None or not given.is_file() or not os.access(given, os.X_OK):
-        extra = "claude" if runtime == "claude-code" else "codex"
+        given = _installed_binary(runtime)
+    if given is None or not _runnable(given):
         where = f" at {given}" if given is not None else ""
         raise RuntimeNotFoundError(
             f"{runtime}: the CLI binary is not there{where} "
-            f"(pip install 'universal-event[{extra}]')"
+            f"(pip install 'universal-event[{_cli_name(runtime)}]')"
         )
     return given
 
@@ -1013,9 +1027,9 @@ def bundled_claude() -> Path | None:
 
 
 def runtime_available(runtime: str) -> bool:
-    """Whether the runtime's binary is installed (the ``claude``/``codex`` extras)."""
-    binary = bundled_claude() if runtime == "claude-code" else bundled_codex()
-    return (binary is not None and os.access(binary, os.X_OK)) or shutil.which(runtime) is not None
+    """Whether the runtime's CLI is installed (the ``claude``/``codex`` extras, or the
+    ``claude``/``codex`` command on PATH): what a runner would launch."""
+    return _runnable(_installed_binary(runtime))
 
 
 # ---------------------------------------------------------------- the unified timeline

@@ -382,3 +382,23 @@ def test_the_launcher_runs_a_binary_on_any_path_with_exactly_its_environment(
         names = {line.split("=", 1)[0] for line in environment}
         assert f"PASSED={odd}" in environment and "FOO=1 2" in environment
         assert "LEAKED" not in names and "UNSET" not in names
+
+
+@pytest.mark.parametrize(("runtime", "command"), [("claude-code", "claude"), ("codex", "codex")])
+def test_a_runtime_on_path_is_available_without_the_bundled_cli(
+    runtime: str, command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the extra, the CLI's own command on PATH is what a runner launches (the
+    check looked for ``claude-code`` on PATH, which is no command)."""
+    from universal_event import runtimes
+
+    monkeypatch.setattr(runtimes, "bundled_claude", lambda: None)
+    monkeypatch.setattr(runtimes, "bundled_codex", lambda: None)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert not runtimes.runtime_available(runtime)
+    cli = tmp_path / command
+    cli.write_text("#!/bin/sh\nexit 0\n")
+    assert not runtimes.runtime_available(runtime)  # not executable
+    cli.chmod(0o755)
+    assert runtimes.runtime_available(runtime)
+    assert runtimes._runtime_binary(runtime, None) == cli
