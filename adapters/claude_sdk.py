@@ -75,6 +75,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+import msgspec
+
 from adapters._base import (
     MALFORMED,
     Adapter,
@@ -784,13 +786,29 @@ class ClaudeTranscriptAdapter(ClaudeCodeAdapter):
     hidden. Other line kinds (``summary``, ``queue-operation``, ``attachment``,
     ``file-history-snapshot``, ``system``) are kept as ``native/unknown``. At
     :meth:`close` the last turn ends ``completed`` — or ``interrupted`` when a tool call
-    has no result.
+    has no result. Branches (an entry whose ``parentUuid`` is an earlier one: a resume at
+    an earlier message, an edited prompt) are followed as Claude Code follows them
+    (:class:`_Branches`): the entries it no longer sends stay logged, off the surface.
     """
 
     runtime: ClassVar[str] = "claude-code-transcript"
     _tool_result_key = "toolUseResult"
 
+    def __init__(self, *, session_id: str = "") -> None:
+        super().__init__(session_id=session_id)
+        self._branches = _Branches()
+
     def _on_line(self, line: Mapping[str, Any], out: list[Event]) -> None:
+        start = len(out)
+        self._line(line, out)
+        self._branches.follow(line, out, start)
+
+    def close(self) -> list[Event]:
+        out = super().close()
+        self._branches.closed(out)  # the message a branch began may be logged only now
+        return out
+
+    def _line(self, line: Mapping[str, Any], out: list[Event]) -> None:
         self._native_time = native_time(line.get("timestamp"))
         native_session = line.get("sessionId")
         if isinstance(native_session, str) and native_session not in self._native_sessions:
@@ -837,6 +855,124 @@ class ClaudeTranscriptAdapter(ClaudeCodeAdapter):
 
     def _close_open_turn(self, out: list[Event]) -> None:
         self._end_turn(out)
+
+
+class _Branches:
+    """Which messages of a transcript Claude Code would send: the chain of entries from
+    the last one back through ``parentUuid``.
+
+    An entry whose parent is not the entry before it (a session resumed at an earlier
+    message, ``--resume-session-at``; a prompt edited or rewound in the terminal) starts
+    a branch: the entries after its parent are no longer sent. Their events stay in the
+    log; the branch's first message leaves them off the surface, a replace of their range
+    named by event ids (``Surface.start_id``/``end_id``, the log resolves them) — so the
+    derived history is what Claude Code sends, and an import of the grown transcript
+    replaces what an earlier import of it showed. A parent not in the file (a missing
+    link), or none (a new root, a compaction's boundary), is no branch; sub-agent
+    (``isSidechain``) entries are off the surface anyway. A branch back onto entries an
+    earlier branch dropped does not show them again (a replace cannot): the history then
+    lacks them.
+    """
+
+    def __init__(self) -> None:
+        self._parent: dict[str, str | None] = {}
+        """Each main-chain entry's parent."""
+        self._tip: str | None = None
+        """The last main-chain entry."""
+        self._origin: dict[str, str] = {}
+        """Message id / tool call id → the entry that holds it (assistant messages and
+        tool results may be logged by a later entry's line)."""
+        self._shown: list[tuple[str, str]] = []
+        """(event id, entry) of the surface events shown so far, in order."""
+        self._replace: Surface | None = None
+        """A branch's replace, for the next surface event shown."""
+
+    def follow(self, line: Mapping[str, Any], out: list[Event], start: int) -> None:
+        """Take in an entry after its line's events (``out[start:]``) were made."""
+        uuid = line.get("uuid")
+        if not isinstance(uuid, str) or line.get("isSidechain"):
+            self._note_shown(None, out, start)
+            return
+        self._note_origins(line, uuid)
+        # The line may have logged what earlier entries held back (the message of the
+        # turn it ends): those are shown before the branch is taken, its own after.
+        own = self._note_shown(uuid, out, start, earlier_only=True)
+        parent = line.get("parentUuid")
+        if isinstance(parent, str) and parent != self._tip and parent in self._parent:
+            self._branch(parent)
+        self._parent[uuid] = parent if isinstance(parent, str) else None
+        self._tip = uuid
+        self._note_shown(uuid, out, own)
+
+    def closed(self, out: list[Event]) -> None:
+        """Take in the events the input's end logged."""
+        self._note_shown(None, out, 0)
+
+    def _note_origins(self, line: Mapping[str, Any], uuid: str) -> None:
+        message = line.get("message")
+        if not isinstance(message, Mapping):
+            return
+        if line.get("type") == "assistant" and isinstance(message.get("id"), str):
+            self._origin[message["id"]] = uuid
+        content = message.get("content")
+        if line.get("type") == "user" and isinstance(content, list):
+            for block in content:
+                if isinstance(block, Mapping) and isinstance(block.get("tool_use_id"), str):
+                    self._origin[block["tool_use_id"]] = uuid
+
+    def _branch(self, parent: str) -> None:
+        """The entries after ``parent`` on the old chain are dropped: the surface events
+        they showed (a run at the end of what was shown) are replaced by the branch's."""
+        kept = set()
+        entry: str | None = parent
+        while entry is not None and entry not in kept:
+            kept.add(entry)
+            entry = self._parent.get(entry)
+        dropped = set()
+        entry = self._tip
+        while entry is not None and entry not in kept and entry not in dropped:
+            dropped.add(entry)
+            entry = self._parent.get(entry)
+        first = len(self._shown)
+        while first > 0 and self._shown[first - 1][1] in dropped:
+            first -= 1
+        if first == len(self._shown) or any(e in dropped for _, e in self._shown[:first]):
+            return  # nothing shown to drop, or not a run at the end: left as it is
+        self._replace = Surface(
+            op="replace", start_id=self._shown[first][0], end_id=self._shown[-1][0]
+        )
+        del self._shown[first:]
+
+    def _note_shown(
+        self, uuid: str | None, out: list[Event], start: int, *, earlier_only: bool = False
+    ) -> int:
+        """Note the surface events shown in ``out[start:]`` (a pending branch's replace
+        goes on the first); ``earlier_only``: up to the first that entry ``uuid`` holds.
+        Returns where it stopped."""
+        for index in range(start, len(out)):
+            event = out[index]
+            if not isinstance(event, UserMessageEvent | AssistantMessageEvent | ToolResultEvent):
+                continue
+            if event.surface is not None:  # hidden (a sub-agent's)
+                continue
+            entry = self._entry_of(event, uuid)
+            if earlier_only and entry == uuid:
+                return index
+            if self._replace is not None:
+                event = out[index] = msgspec.structs.replace(event, surface=self._replace)
+                self._replace = None
+            self._shown.append((event.id, entry))
+        return len(out)
+
+    def _entry_of(self, event: Event, uuid: str | None) -> str:
+        key = (
+            event.message_id
+            if isinstance(event, AssistantMessageEvent)
+            else event.call_id
+            if isinstance(event, ToolResultEvent)
+            else None
+        )
+        return self._origin.get(key or "", uuid or "")
 
 
 # ---------------------------------------------------------------------- helpers

@@ -30,7 +30,7 @@ the whole session. What it derives is :func:`recovered_message`.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeGuard, assert_never, cast, get_args
 
 import msgspec
@@ -57,6 +57,7 @@ __all__ = [
     "is_surface_event",
     "message_of",
     "recovered_message",
+    "resolve_surface_ids",
 ]
 
 _SURFACE_CLASSES = (UserMessageEvent, AssistantMessageEvent, ToolResultEvent)
@@ -67,6 +68,30 @@ _PART_TAGS = frozenset(str(kind.__struct_config__.tag) for kind in get_args(Part
 def is_surface_event(event: EventBase) -> TypeGuard[SurfaceEvent]:
     """True for the three event types that may reach the model."""
     return isinstance(event, _SURFACE_CLASSES)
+
+
+def resolve_surface_ids(
+    surface: Surface | None, seq_of: Callable[[str], int | None], event_id: str
+) -> Surface | None:
+    """``surface`` with a replace range named by event ids (``start_id``/``end_id``)
+    named by their seqs, which ``seq_of`` gives (None: no such event logged); any other
+    intent as it is. SurfaceError naming the event ``event_id`` when an id is not
+    logged, or the range is named both ways or half."""
+    if surface is None or (surface.start_id is None and surface.end_id is None):
+        return surface
+    if surface.op != "replace" or surface.start is not None or surface.end is not None:
+        raise SurfaceError(
+            f"event {event_id!r}: start_id/end_id name a replace's range, instead of "
+            f"start/end seqs (got op {surface.op!r}, start {surface.start!r}, "
+            f"end {surface.end!r})"
+        )
+    bounds = []
+    for name, ref in (("start_id", surface.start_id), ("end_id", surface.end_id)):
+        seq = None if ref is None else seq_of(ref)
+        if seq is None:
+            raise SurfaceError(f"event {event_id!r}: replace {name} {ref!r} is not logged")
+        bounds.append(seq)
+    return Surface(op="replace", start=bounds[0], end=bounds[1])
 
 
 def message_of(event: SurfaceEvent) -> Message:

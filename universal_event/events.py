@@ -81,7 +81,7 @@ __all__ = [
     "WarningEvent",
 ]
 
-SCHEMA_VERSION = "1.0.0"
+SCHEMA_VERSION = "1.1.0"
 """Version of the event schema; bumped in its minor part for added fields or types."""
 
 TurnStatus = Literal["completed", "interrupted", "failed", "cancelled"]
@@ -138,6 +138,12 @@ class Surface(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     op: Literal["append", "replace", "hidden"] = "append"
     start: int | None = None
     end: int | None = None
+    start_id: str | None = None
+    end_id: str | None = None
+    """A replace's range named by event ids instead of ``start``/``end``: for a producer
+    that knows the ids of the events it made but not their seqs (an adapter: a Claude
+    Code transcript rewound to an earlier message drops the messages after it). The log
+    resolves them when it appends the event; the event it stores names seqs only."""
 
 
 class EventBase(

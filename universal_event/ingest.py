@@ -143,12 +143,16 @@ def import_events(runtime: str, data: bytes) -> list[Event]:
             turn_ids[turn_id] = turn_id if native else f"turn_{event_id}"
         return turn_ids[turn_id]
 
+    renamed: dict[str, str] = {}
+
     def numbered(completed: list[Event], digest: str) -> None:
         for index, event in enumerate(completed):
-            event_id = f"import-{digest}-{index}"
+            event_id = renamed[event.id] = f"import-{digest}-{index}"
             events.append(
                 msgspec.structs.replace(
-                    event, id=event_id, turn_id=stable_turn(event.turn_id, event_id)
+                    _with_renamed_range(event, renamed),
+                    id=event_id,
+                    turn_id=stable_turn(event.turn_id, event_id),
                 )
             )
 
@@ -192,10 +196,28 @@ def with_stable_ids(runtime: str, data: bytes, events: list[Event]) -> list[Even
     import msgspec
 
     digest = hashlib.sha256(runtime.encode() + b"\0" + data).hexdigest()[:24]
+    ids = [f"import-{digest}-{index}" for index in range(len(events))]
+    renamed = {event.id: new_id for event, new_id in zip(events, ids, strict=True) if event.id}
     return [
-        msgspec.structs.replace(event, id=f"import-{digest}-{index}")
-        for index, event in enumerate(events)
+        msgspec.structs.replace(_with_renamed_range(event, renamed), id=new_id)
+        for event, new_id in zip(events, ids, strict=True)
     ]
+
+
+def _with_renamed_range(event: Event, renamed: dict[str, str]) -> Event:
+    """``event`` with the ids naming its replace range (``Surface.start_id``/``end_id``,
+    an adapter's) renamed as the events they name were."""
+    import msgspec
+
+    surface = getattr(event, "surface", None)
+    if surface is None or (surface.start_id is None and surface.end_id is None):
+        return event
+    start_id, end_id = (
+        renamed.get(ref, ref) if ref is not None else None
+        for ref in (surface.start_id, surface.end_id)
+    )
+    surface = msgspec.structs.replace(surface, start_id=start_id, end_id=end_id)
+    return msgspec.structs.replace(event, surface=surface)
 
 
 def _continues(whole: Sequence[AssistantPart], cut: Sequence[AssistantPart]) -> bool:

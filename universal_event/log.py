@@ -40,7 +40,7 @@ from typing import Any, TypeVar, cast, get_args, overload
 
 import msgspec
 
-from universal_event.derive import SurfaceView
+from universal_event.derive import SurfaceView, resolve_surface_ids
 from universal_event.errors import (
     CheckpointError,
     ConflictError,
@@ -379,6 +379,7 @@ class SessionLog:
         event under a logged id raises :class:`EventIdConflictError`.
         """
         with self._lock:
+            surface = self._resolved_intent(event, surface)
             if event.id and event.id in self._seq_of_id:
                 return self._logged_again(event, surface)
             logged = self._envelope(event, surface)
@@ -386,6 +387,16 @@ class SessionLog:
             _check_storable(logged)
             self._record(cast(Event, logged))
             return logged
+
+    def _resolved_intent(self, event: EventBase, surface: Surface | None) -> Surface | None:
+        """``surface``, or the event's own intent when it names a replace's range by
+        event ids: that range by seqs (:func:`~universal_event.derive.resolve_surface_ids`),
+        so what is stored and checked names seqs only."""
+        intent = surface if surface is not None else getattr(event, "surface", None)
+        if intent is None:  # most events: spared a call
+            return surface
+        resolved = resolve_surface_ids(intent, self._seq_of_id.get, event.id)
+        return surface if resolved is intent else resolved
 
     def _logged_again(self, event: EventBase, surface: Surface | None) -> EventBase:
         """The logged event ``event`` retries, compared as stored. The envelope does not

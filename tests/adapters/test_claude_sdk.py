@@ -37,6 +37,7 @@ from universal_event.events import (
     UsageEvent,
     UserMessageEvent,
 )
+from universal_event.ingest import append_imported, import_events
 from universal_event.log import SessionLog
 from universal_event.parts import TextPart, ThinkingPart, ToolCallPart
 from universal_event.stores import MemoryStore
@@ -525,28 +526,120 @@ def test_a_branched_transcript_holds_both_branches_in_file_order() -> None:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="transcript branches (parentUuid) are not followed: the abandoned turn stays "
-    "in the derived history (known gap, see the fixture's SOURCE.md)",
-)
+def _derived_texts(log: SessionLog) -> list[tuple[str, str]]:
+    return [
+        (str(m.__struct_config__.tag), p.text)
+        for m in log.derive_messages()
+        for p in m.content
+        if isinstance(p, TextPart)
+    ]
+
+
+def _sent_texts() -> list[tuple[str, str]]:
+    sent = json.loads((BRANCHED / "requests" / "branch_messages.json").read_text())["messages"]
+    return _prompt_and_reply_texts(sent)
+
+
 def test_a_branched_transcript_derives_the_history_claude_code_sent() -> None:
     """The oracle: after ``--resume-session-at`` Claude Code sent turn one and the branch
-    prompt, not the turn it rewound past."""
+    prompt, not the turn it rewound past; the derived history is that, then the reply."""
     log = SessionLog()
     adapter = ClaudeTranscriptAdapter()
     log.extend(adapter.feed((BRANCHED / "session_transcript.jsonl").read_bytes()) + adapter.close())
-    sent = json.loads((BRANCHED / "requests" / "branch_messages.json").read_text())["messages"]
-    derived = [
-        {
-            "role": m.__struct_config__.tag,
-            "content": [
-                {"type": "text", "text": p.text} for p in m.content if isinstance(p, TextPart)
-            ],
-        }
-        for m in log.derive_messages()
+    assert _derived_texts(log) == [*_sent_texts(), ("assistant", "Branch answer after rewinding.")]
+    (branch,) = [e for e in log.events() if isinstance(e, UserMessageEvent) and e.surface]
+    assert branch.surface is not None and branch.surface.start_id is None  # stored by seqs
+    dropped = log.events()[branch.surface.start : branch.surface.end + 1]  # type: ignore[operator]
+    assert any(isinstance(e, UserMessageEvent) for e in dropped)  # still in the log
+
+
+def test_an_import_of_the_transcript_as_it_grew_follows_the_branch() -> None:
+    """Imported before the branch (turn two shown), then again once the branch is in the
+    file: the grown import's branch prompt replaces what the first import showed, and a
+    third import adds nothing."""
+    data = (BRANCHED / "session_transcript.jsonl").read_bytes()
+    lines = data.splitlines(keepends=True)
+    branch_at = next(i for i, line in enumerate(lines) if b"Branch question" in line)
+    log = SessionLog()
+    append_imported(log, import_events("claude-code-transcript", b"".join(lines[:branch_at])))
+    assert ("user", "Second question, later abandoned") in _derived_texts(log)
+    append_imported(log, import_events("claude-code-transcript", data))
+    assert _derived_texts(log) == [*_sent_texts(), ("assistant", "Branch answer after rewinding.")]
+    count = len(log.events())
+    append_imported(log, import_events("claude-code-transcript", data))
+    assert len(log.events()) == count
+
+
+def _entry(
+    kind: str, uuid: str, parent: str | None, text: str, **more: object
+) -> dict[str, object]:
+    content: object = text if kind == "user" else [{"type": "text", "text": text}]
+    message: dict[str, object] = {"role": kind, "content": content}
+    if kind == "assistant":
+        message.update(id=f"msg_{uuid}", model="claude-sonnet-4-5", stop_reason="end_turn")
+    return {"type": kind, "uuid": uuid, "parentUuid": parent, "message": message, **more}
+
+
+def _transcript_texts(entries: list[dict[str, object]]) -> list[str]:
+    log = SessionLog()
+    adapter = ClaudeTranscriptAdapter()
+    for entry in entries:
+        log.extend(adapter.feed(entry))
+    log.extend(adapter.close())
+    return [text for _, text in _derived_texts(log)]
+
+
+def test_branches_of_a_transcript() -> None:
+    linear = [
+        _entry("user", "u1", None, "q1"),
+        _entry("assistant", "a1", "u1", "r1"),
+        _entry("user", "u2", "a1", "q2"),
+        _entry("assistant", "a2", "u2", "r2"),
     ]
-    assert _prompt_and_reply_texts(derived)[: len(_prompt_and_reply_texts(sent))] == (
-        _prompt_and_reply_texts(sent)
-    )
-    assert len(_prompt_and_reply_texts(derived)) == len(_prompt_and_reply_texts(sent)) + 1
+    assert _transcript_texts(linear) == ["q1", "r1", "q2", "r2"]
+    edited = [
+        *linear,
+        _entry("user", "u3", "a1", "q2 edited"),
+        _entry("assistant", "a3", "u3", "r3"),
+    ]
+    assert _transcript_texts(edited) == ["q1", "r1", "q2 edited", "r3"]
+    # Rewound to the very first prompt: a branch on an assistant entry.
+    retried = [*linear, _entry("assistant", "a1b", "u1", "r1 again")]
+    assert _transcript_texts(retried) == ["q1", "r1 again"]
+    # A sub-agent's entries between them, a parent not in the file, a new root: no branch.
+    sidechain = _entry("user", "s1", "zz", "agent prompt", isSidechain=True)
+    orphan = _entry("user", "u4", "not-in-file", "q4")
+    root = _entry("user", "u5", None, "q5")
+    others = [*linear[:2], sidechain, *linear[2:], orphan, root]
+    assert _transcript_texts(others) == ["q1", "r1", "q2", "r2", "q4", "q5"]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_rewinds_along_the_chain_derive_the_chain(seed: int) -> None:
+    """Entries that continue the last one or rewind to one of its ancestors (what
+    ``--resume-session-at`` and edits make): the history is the chain from the last
+    entry back, in order, as Claude Code walks it."""
+    import random
+
+    chance = random.Random(seed)
+    entries = [_entry("user", "e0", None, "t0")]
+    parent_of: dict[str, str | None] = {"e0": None}
+    kind_of = {"e0": "user"}
+    tip = "e0"
+    for number in range(1, 30):
+        chain = []
+        entry: str | None = tip
+        while entry is not None:
+            chain.append(entry)
+            entry = parent_of[entry]
+        parent = tip if chance.random() < 0.7 else chance.choice(chain)
+        kind = "assistant" if kind_of[parent] == "user" else "user"
+        uuid = f"e{number}"
+        entries.append(_entry(kind, uuid, parent, f"t{number}"))
+        parent_of[uuid], kind_of[uuid], tip = parent, kind, uuid
+    expected = []
+    entry = tip
+    while entry is not None:
+        expected.append(f"t{entry[1:]}")
+        entry = parent_of[entry]
+    assert _transcript_texts(entries) == expected[::-1]

@@ -486,3 +486,42 @@ def test_an_event_that_would_not_read_back_is_refused_at_append(durable_url: str
     log.append(user("after"))
     log.checkpoint()
     assert [e.seq for e in open_store(durable_url).read("s")] == [0, 1]
+
+
+# ---------------------------------------------------------------------- replace by ids
+
+
+def test_a_replace_may_name_its_range_by_event_ids(tmp_path: Path) -> None:
+    """An adapter knows the ids of the events it made, not their seqs: the log resolves
+    ``start_id``/``end_id`` and stores the range by seqs (a reload derives the same)."""
+    store = open_store(f"sqlite:///{tmp_path / 's.db'}")
+    log = SessionLog(store, session_id="s")
+    for index in range(4):
+        log.append(user(f"m{index}", id=f"e{index}"))
+    summary = user("summary", id="sum", surface=Surface(op="replace", start_id="e1", end_id="e2"))
+    logged = log.append(summary)
+    assert logged.surface == Surface(op="replace", start=1, end=2)  # seqs only
+    texts = [m.content[0].text for m in log.derive_messages()]  # type: ignore[union-attr]
+    assert texts == ["m0", "summary", "m3"]
+    assert log.append(summary) == logged  # a retry (an import read again) adds nothing
+    log.checkpoint()
+    reloaded = SessionLog.open(store, "s")
+    assert reloaded.derive_messages() == log.derive_messages()
+
+
+@pytest.mark.parametrize(
+    ("surface", "says"),
+    [
+        (Surface(op="replace", start_id="e0", end_id="gone"), "end_id 'gone' is not logged"),
+        (Surface(op="replace", start_id="e0"), "end_id None is not logged"),
+        (Surface(op="replace", start=0, end=0, start_id="e0", end_id="e0"), "instead of"),
+        (Surface(op="hidden", start_id="e0", end_id="e0"), "got op 'hidden'"),
+    ],
+)
+def test_a_replace_by_ids_that_does_not_resolve_is_refused(surface: Surface, says: str) -> None:
+    log = SessionLog()
+    log.append(user("m0", id="e0"))
+    with pytest.raises(SurfaceError, match=says) as info:
+        log.append(user("x", id="x", surface=surface))
+    assert "'x'" in str(info.value)
+    assert len(log.events()) == 1

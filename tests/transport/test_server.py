@@ -542,6 +542,38 @@ def test_a_surface_intent_that_does_not_apply_is_refused_and_nothing_is_stored(
     assert texts[0] == "summary" and len(texts) == 2
 
 
+def test_a_posted_replace_may_name_its_range_by_event_ids(
+    dev_server: ServerThread, http: httpx.Client, store: MemoryStore
+) -> None:
+    """``start_id``/``end_id`` name stored events (or ones earlier in the same post):
+    the server stores the range by seqs; an id it does not hold is refused (422)."""
+    from universal_event.events import Surface
+    from universal_event.log import SessionLog
+
+    url = f"{dev_server.url}/sessions/s1/events"
+    post_events(http, dev_server.url, "s1", user_events(3, prefix="sv"))
+    ids = [event.id for event in store.read("s1")]
+    unknown = UserMessageEvent(
+        id="bad",
+        content=[TextPart(text="x")],
+        surface=Surface(op="replace", start_id="nope", end_id=ids[1]),
+    )
+    refused = http.post(url, content=encode(unknown))
+    assert refused.status_code == 422 and "'nope' is not logged" in refused.text
+    summary = UserMessageEvent(
+        id="sum",
+        content=[TextPart(text="summary")],
+        surface=Surface(op="replace", start_id=ids[1], end_id=ids[2]),
+    )
+    assert http.post(url, content=encode(summary)).json()["appended"] == 1
+    (stored,) = list(store.read("s1", 3))
+    assert isinstance(stored, UserMessageEvent)
+    assert stored.surface == Surface(op="replace", start=1, end=2)  # seqs only
+    assert http.post(url, content=encode(summary)).json()["appended"] == 0  # a retry
+    texts = [m.content[0].text for m in SessionLog.open(store, "s1").derive_messages()]
+    assert texts[1:] == ["summary"] and len(texts) == 2
+
+
 def test_a_newer_writers_surface_event_keeps_its_place_for_a_posted_replace(
     dev_server: ServerThread, http: httpx.Client, store: MemoryStore
 ) -> None:

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from universal_event.derive import SurfaceView, is_surface_event
+from universal_event.derive import SurfaceView, is_surface_event, resolve_surface_ids
 from universal_event.errors import (
     ConflictError,
     EventIdConflictError,
@@ -67,6 +67,7 @@ _BACKOFF_MAX = 0.2
 _KEYED_ID = re.compile(r"(.+)~([0-9a-f]{12})-[0-9]+")
 _envelope = msgspec.json.Encoder()
 _SEQ_BITS = 40
+_SEQ_MASK = (1 << _SEQ_BITS) - 1
 _SURFACE_BITS = 32
 _SURFACE_MASK = (1 << _SURFACE_BITS) - 1
 _NO_SURFACE = 0
@@ -267,7 +268,18 @@ class SessionWriters:
         in_batch: dict[str, int] = {}
         duplicates = 0
         now = time.time()
+
+        def seq_of(event_id: str) -> int | None:
+            packed = state.ids.get(event_id)
+            if packed is None:
+                packed = in_batch.get(event_id)
+            return None if packed is None else packed & _SEQ_MASK
+
         for event in events:
+            surface = getattr(event, "surface", None)
+            resolved = resolve_surface_ids(surface, seq_of, event.id)
+            if resolved is not surface:  # a range named by ids: stored by seqs
+                event = msgspec.structs.replace(event, surface=resolved)
             earlier = state.ids.get(event.id)
             if earlier is None:
                 earlier = in_batch.get(event.id)
@@ -290,7 +302,7 @@ def _check_same_body(session_id: str, event: Event, stored: int) -> None:
     """Raise unless ``event`` is a retry of the stored event packed in ``stored``: the
     same body, and the same surface intent unless the retry gives none (an intent is
     given once)."""
-    seq = stored & ((1 << _SEQ_BITS) - 1)
+    seq = stored & _SEQ_MASK
     stored_surface = (stored >> _SEQ_BITS) & _SURFACE_MASK
     stored_body = stored >> (_SEQ_BITS + _SURFACE_BITS)
     body, surface = _digests(event)
