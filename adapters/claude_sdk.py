@@ -859,7 +859,7 @@ class ClaudeTranscriptAdapter(ClaudeCodeAdapter):
 
 class _Branches:
     """Which messages of a transcript Claude Code would send: the chain of entries from
-    the last one back through ``parentUuid``.
+    the last one back through ``parentUuid``, and after a compaction its summary.
 
     An entry whose parent is not the entry before it (a session resumed at an earlier
     message, ``--resume-session-at``; a prompt edited or rewound in the terminal) starts
@@ -871,7 +871,9 @@ class _Branches:
     link), or none (a new root, a compaction's boundary), is no branch; sub-agent
     (``isSidechain``) entries are off the surface anyway. A branch back onto entries an
     earlier branch dropped does not show them again (a replace cannot): the history then
-    lacks them.
+    lacks them. A compaction (``/compact``: a ``compact_boundary`` entry, then the
+    summary) is taken the same way: the summary replaces what was shown before it, but
+    the messages the boundary preserves (sent after the summary).
     """
 
     def __init__(self) -> None:
@@ -884,8 +886,10 @@ class _Branches:
         tool results may be logged by a later entry's line)."""
         self._shown: list[tuple[str, str]] = []
         """(event id, entry) of the surface events shown so far, in order."""
-        self._replace: Surface | None = None
-        """A branch's replace, for the next surface event shown."""
+        self._order: dict[str, int] = {}
+        """Each main-chain entry's place in the file."""
+        self._replace: _Replace | None = None
+        """A branch's (or compaction's) replace, for the next surface event shown."""
 
     def follow(self, line: Mapping[str, Any], out: list[Event], start: int) -> None:
         """Take in an entry after its line's events (``out[start:]``) were made."""
@@ -897,9 +901,12 @@ class _Branches:
         # The line may have logged what earlier entries held back (the message of the
         # turn it ends): those are shown before the branch is taken, its own after.
         own = self._note_shown(uuid, out, start, earlier_only=True)
+        self._order.setdefault(uuid, len(self._order))
         parent = line.get("parentUuid")
         if isinstance(parent, str) and parent != self._tip and parent in self._parent:
-            self._branch(parent)
+            self._branch(parent, uuid)
+        if line.get("type") == "system" and line.get("subtype") == "compact_boundary":
+            self._compacted(line.get("compactMetadata"), uuid)
         self._parent[uuid] = parent if isinstance(parent, str) else None
         self._tip = uuid
         self._note_shown(uuid, out, own)
@@ -920,7 +927,7 @@ class _Branches:
                 if isinstance(block, Mapping) and isinstance(block.get("tool_use_id"), str):
                     self._origin[block["tool_use_id"]] = uuid
 
-    def _branch(self, parent: str) -> None:
+    def _branch(self, parent: str, uuid: str) -> None:
         """The entries after ``parent`` on the old chain are dropped: the surface events
         they showed (a run at the end of what was shown) are replaced by the branch's."""
         kept = set()
@@ -933,22 +940,33 @@ class _Branches:
         while entry is not None and entry not in kept and entry not in dropped:
             dropped.add(entry)
             entry = self._parent.get(entry)
-        first = len(self._shown)
-        while first > 0 and self._shown[first - 1][1] in dropped:
-            first -= 1
-        if first == len(self._shown) or any(e in dropped for _, e in self._shown[:first]):
-            return  # nothing shown to drop, or not a run at the end: left as it is
-        self._replace = Surface(
-            op="replace", start_id=self._shown[first][0], end_id=self._shown[-1][0]
-        )
-        del self._shown[first:]
+        self._replace = _Replace(dropped, keep=False, since=self._order[uuid])
+
+    def _compacted(self, metadata: Any, uuid: str) -> None:
+        """A ``compact_boundary``: what was shown is replaced by the summary entry that
+        follows, except the messages compaction preserves (``preservedSegment``: the
+        entries from ``headUuid`` to ``tailUuid``, the end of what was shown), which
+        Claude Code sends after the summary."""
+        segment = metadata.get("preservedSegment") if isinstance(metadata, Mapping) else None
+        preserved: set[str] = set()
+        if isinstance(segment, Mapping):
+            entry, head = segment.get("tailUuid"), segment.get("headUuid")
+            while isinstance(entry, str) and entry not in preserved:
+                preserved.add(entry)
+                if entry == head:
+                    break
+                entry = self._parent.get(entry)
+            else:
+                preserved = set()  # the head is not an ancestor of the tail: none kept
+        self._replace = _Replace(preserved, keep=True, since=self._order[uuid])
 
     def _note_shown(
         self, uuid: str | None, out: list[Event], start: int, *, earlier_only: bool = False
     ) -> int:
-        """Note the surface events shown in ``out[start:]`` (a pending branch's replace
-        goes on the first); ``earlier_only``: up to the first that entry ``uuid`` holds.
-        Returns where it stopped."""
+        """Note the surface events shown in ``out[start:]``: a pending replace goes on
+        the first of the entry that made it or a later one. ``earlier_only``: stop at
+        the first of entry ``uuid`` (the line's own; before it, what the line logged
+        late for earlier entries). Returns where it stopped."""
         for index in range(start, len(out)):
             event = out[index]
             if not isinstance(event, UserMessageEvent | AssistantMessageEvent | ToolResultEvent):
@@ -958,9 +976,20 @@ class _Branches:
             entry = self._entry_of(event, uuid)
             if earlier_only and entry == uuid:
                 return index
-            if self._replace is not None:
-                event = out[index] = msgspec.structs.replace(event, surface=self._replace)
+            replace = self._replace
+            if replace is not None and self._order.get(entry, 1 << 62) >= replace.since:
                 self._replace = None
+                span = replace.span(self._shown)
+                if span is not None:
+                    first, end = span
+                    surface = Surface(
+                        op="replace",
+                        start_id=self._shown[first][0],
+                        end_id=self._shown[end - 1][0],
+                    )
+                    event = out[index] = msgspec.structs.replace(event, surface=surface)
+                    self._shown[first:end] = [(event.id, entry)]
+                    continue
             self._shown.append((event.id, entry))
         return len(out)
 
@@ -973,6 +1002,30 @@ class _Branches:
             else None
         )
         return self._origin.get(key or "", uuid or "")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Replace:
+    """A replace to come: of the shown events of ``entries`` (``keep`` False: they are
+    dropped, a run of them) or of those before the first of ``entries`` (``keep`` True:
+    they are kept). It goes on the next surface event shown of an entry from place
+    ``since`` on (the branch's, the summary's): the messages of earlier entries that
+    are logged late (a turn's, when the next prompt comes) are shown first, so the range
+    is only taken then."""
+
+    entries: set[str]
+    keep: bool
+    since: int
+
+    def span(self, shown: list[tuple[str, str]]) -> tuple[int, int] | None:
+        """The range of ``shown`` replaced (``first``, ``end``); None for none."""
+        if self.keep:
+            end = next((i for i, (_, e) in enumerate(shown) if e in self.entries), len(shown))
+            return (0, end) if end else None
+        places = [i for i, (_, e) in enumerate(shown) if e in self.entries]
+        if not places or places[-1] - places[0] + 1 != len(places):
+            return None  # nothing shown to drop, or not one run: left as it is
+        return places[0], places[-1] + 1
 
 
 # ---------------------------------------------------------------------- helpers

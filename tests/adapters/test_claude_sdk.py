@@ -489,7 +489,7 @@ def test_runtime_settings_stay_out_of_the_request_header() -> None:
     assert kept.reason == "runtime settings changed" and kept.payload["permissionMode"] == "plan"
 
 
-BRANCHED = CAPTURED.parent / "claude_branched" / "resume_at"
+BRANCHED = CAPTURED.parent / "claude_chains" / "resume_at"
 
 
 def _prompt_and_reply_texts(messages: list[dict[str, object]]) -> list[tuple[str, str]]:
@@ -643,3 +643,78 @@ def test_random_rewinds_along_the_chain_derive_the_chain(seed: int) -> None:
         expected.append(f"t{entry[1:]}")
         entry = parent_of[entry]
     assert _transcript_texts(entries) == expected[::-1]
+
+
+COMPACTED = CAPTURED.parent / "claude_chains" / "compact"
+
+
+def test_a_compacted_transcript_derives_the_history_claude_code_sent() -> None:
+    """The oracle across ``/compact``: turn three's request held the summary, the
+    message compaction preserved, then the command's entries and the prompt."""
+    log = SessionLog()
+    adapter = ClaudeTranscriptAdapter()
+    log.extend(
+        adapter.feed((COMPACTED / "session_transcript.jsonl").read_bytes()) + adapter.close()
+    )
+    request = json.loads((COMPACTED / "requests" / "turn3_messages.json").read_text())
+    sent = _prompt_and_reply_texts(request["messages"])
+    assert sent[0][1].startswith("This session is being continued")
+    assert sent[1] == ("assistant", "Turn two done.")
+    # Claude Code ends each entry it merges into one user message with a newline.
+    sent = [(role, text.rstrip("\n")) for role, text in sent]
+    assert _derived_texts(log) == [*sent, ("assistant", "Turn three after compaction.")]
+    prompts = [e for e in log.events() if isinstance(e, UserMessageEvent)]
+    assert [p.content[0].text for p in prompts[:2]] == ["First question", "Second question"]  # type: ignore[union-attr]
+
+
+def test_an_import_of_the_transcript_across_the_compaction_as_it_grew() -> None:
+    data = (COMPACTED / "session_transcript.jsonl").read_bytes()
+    lines = data.splitlines(keepends=True)
+    boundary = next(i for i, line in enumerate(lines) if b'"compact_boundary"' in line)
+    log = SessionLog()
+    append_imported(log, import_events("claude-code-transcript", b"".join(lines[:boundary])))
+    assert [text for _, text in _derived_texts(log)][:2] == ["First question", "Turn one done."]
+    append_imported(log, import_events("claude-code-transcript", data))
+    derived = _derived_texts(log)
+    assert derived[0][1].startswith("This session is being continued")
+    assert derived[1:2] == [("assistant", "Turn two done.")]
+    assert derived[-2:] == [
+        ("user", "Third question"),
+        ("assistant", "Turn three after compaction."),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("metadata", "expected"),
+    [
+        ({}, ["summary", "q3", "r3"]),
+        (
+            {"preservedSegment": {"headUuid": "u2", "tailUuid": "a2"}},
+            ["summary", "q2", "r2", "q3", "r3"],
+        ),
+        ({"preservedSegment": {"headUuid": "a2", "tailUuid": "u2"}}, ["summary", "q3", "r3"]),
+    ],
+)
+def test_a_compaction_replaces_what_it_does_not_preserve(
+    metadata: dict[str, object], expected: list[str]
+) -> None:
+    """No preserved segment (or one whose head is not before its tail): the summary
+    replaces everything shown before it."""
+    entries = [
+        _entry("user", "u1", None, "q1"),
+        _entry("assistant", "a1", "u1", "r1"),
+        _entry("user", "u2", "a1", "q2"),
+        _entry("assistant", "a2", "u2", "r2"),
+        {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "uuid": "b",
+            "parentUuid": None,
+            "logicalParentUuid": "a2",
+            "compactMetadata": metadata,
+        },
+        _entry("user", "s", "b", "summary", isCompactSummary=True),
+        _entry("user", "u3", "s", "q3"),
+        _entry("assistant", "a3", "u3", "r3"),
+    ]
+    assert _transcript_texts(entries) == expected
