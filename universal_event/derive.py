@@ -77,7 +77,7 @@ def resolve_surface_ids(
     named by their seqs, which ``seq_of`` gives (None: no such event logged); any other
     intent as it is. SurfaceError naming the event ``event_id`` when an id is not
     logged, or the range is named both ways or half."""
-    if surface is None or (surface.start_id is None and surface.end_id is None):
+    if surface is None or not surface.by_ids:
         return surface
     if surface.op != "replace" or surface.start is not None or surface.end is not None:
         raise SurfaceError(

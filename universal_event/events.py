@@ -145,6 +145,11 @@ class Surface(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     Code transcript rewound to an earlier message drops the messages after it). The log
     resolves them when it appends the event; the event it stores names seqs only."""
 
+    @property
+    def by_ids(self) -> bool:
+        """Whether the range is named by event ids (``start_id``/``end_id``)."""
+        return self.start_id is not None or self.end_id is not None
+
 
 class EventBase(
     msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="type", gc=False

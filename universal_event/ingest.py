@@ -210,7 +210,7 @@ def _with_renamed_range(event: Event, renamed: dict[str, str]) -> Event:
     import msgspec
 
     surface = getattr(event, "surface", None)
-    if surface is None or (surface.start_id is None and surface.end_id is None):
+    if surface is None or not surface.by_ids:
         return event
     start_id, end_id = (
         renamed.get(ref, ref) if ref is not None else None
