@@ -929,7 +929,7 @@ class _Branches:
 
     def _branch(self, parent: str, uuid: str) -> None:
         """The entries after ``parent`` on the old chain are dropped: the surface events
-        they showed (a run at the end of what was shown) are replaced by the branch's."""
+        they showed (one run of them) are replaced by the branch's first."""
         kept = set()
         entry: str | None = parent
         while entry is not None and entry not in kept:

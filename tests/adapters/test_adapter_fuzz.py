@@ -51,6 +51,7 @@ from universal_event.events import (
     UserMessageEvent,
 )
 from universal_event.ingest import REQUEST_RUNTIMES, import_events
+from universal_event.log import SessionLog
 from universal_event.parts import Citation, TextPart, ThinkingPart, ToolCallPart
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -523,6 +524,7 @@ def _inputs() -> dict[str, list[_Input]]:
     for pattern, runtime in (
         ("captured/claude/*/*/stdout.jsonl", "claude-code"),
         ("captured/claude/*/*/session_transcript.jsonl", "claude-code-transcript"),
+        ("captured/claude_chains/*/session_transcript.jsonl", "claude-code-transcript"),
         ("recorded/claude-code/*.jsonl", "claude-code-transcript"),
     ):
         for path in sorted(FIXTURES.glob(pattern)):
@@ -610,3 +612,4 @@ def test_mutated_fixtures_give_events_that_round_trip(family: str, seed: int) ->
                     mutated = mutate(mutated, rng)
             for events in _feeds(kind, runtime, mutated, names):
                 check(events)
+                SessionLog().extend(events)  # a log takes them: surface intents apply
