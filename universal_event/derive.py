@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
-from typing import Any, TypeGuard, assert_never, cast, get_args
+from typing import Any, TypeGuard, TypeVar, assert_never, cast, get_args
 
 import msgspec
 
@@ -57,10 +57,13 @@ __all__ = [
     "is_surface_event",
     "message_of",
     "recovered_message",
+    "rename_surface_ids",
     "resolve_surface_ids",
 ]
 
 _SURFACE_CLASSES = (UserMessageEvent, AssistantMessageEvent, ToolResultEvent)
+
+EventT = TypeVar("EventT", bound=EventBase)
 
 _PART_TAGS = frozenset(str(kind.__struct_config__.tag) for kind in get_args(Part))
 
@@ -92,6 +95,21 @@ def resolve_surface_ids(
             raise SurfaceError(f"event {event_id!r}: replace {name} {ref!r} is not logged")
         bounds.append(seq)
     return Surface(op="replace", start=bounds[0], end=bounds[1])
+
+
+def rename_surface_ids(event: EventT, renamed: dict[str, str]) -> EventT:
+    """``event`` with the event ids naming its replace's range (``start_id``/``end_id``)
+    renamed as ``renamed`` says: a producer that gives the events of an adapter other
+    ids (an import, the server's native ingest) renames what they refer to as well."""
+    surface = getattr(event, "surface", None)
+    if surface is None or not surface.by_ids:
+        return event
+    start_id, end_id = (
+        renamed.get(ref, ref) if ref is not None else None
+        for ref in (surface.start_id, surface.end_id)
+    )
+    surface = msgspec.structs.replace(surface, start_id=start_id, end_id=end_id)
+    return msgspec.structs.replace(event, surface=surface)
 
 
 def message_of(event: SurfaceEvent) -> Message:
@@ -253,6 +271,18 @@ class SurfaceView:
 
     def __len__(self) -> int:
         return len(self._order.seqs)
+
+    def copy(self) -> SurfaceView:
+        """A copy to try intents on (what a batch of events would do), leaving this
+        view as it is."""
+        twin = SurfaceView(derive=self._derive)
+        order = twin._order
+        order.keys, order.seqs = list(self._order.keys), list(self._order.seqs)
+        order.key_of = dict(self._order.key_of)
+        twin._messages = list(self._messages)
+        twin._blank = set(self._blank)
+        twin.generation = self.generation
+        return twin
 
     def __contains__(self, seq: object) -> bool:
         return seq in self._order.key_of

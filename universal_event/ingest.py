@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from universal_event.derive import rename_surface_ids
 from universal_event.events import Event
 
 if TYPE_CHECKING:
@@ -150,7 +151,7 @@ def import_events(runtime: str, data: bytes) -> list[Event]:
             event_id = renamed[event.id] = f"import-{digest}-{index}"
             events.append(
                 msgspec.structs.replace(
-                    _with_renamed_range(event, renamed),
+                    rename_surface_ids(event, renamed),
                     id=event_id,
                     turn_id=stable_turn(event.turn_id, event_id),
                 )
@@ -199,25 +200,9 @@ def with_stable_ids(runtime: str, data: bytes, events: list[Event]) -> list[Even
     ids = [f"import-{digest}-{index}" for index in range(len(events))]
     renamed = {event.id: new_id for event, new_id in zip(events, ids, strict=True) if event.id}
     return [
-        msgspec.structs.replace(_with_renamed_range(event, renamed), id=new_id)
+        msgspec.structs.replace(rename_surface_ids(event, renamed), id=new_id)
         for event, new_id in zip(events, ids, strict=True)
     ]
-
-
-def _with_renamed_range(event: Event, renamed: dict[str, str]) -> Event:
-    """``event`` with the ids naming its replace range (``Surface.start_id``/``end_id``,
-    an adapter's) renamed as the events they name were."""
-    import msgspec
-
-    surface = getattr(event, "surface", None)
-    if surface is None or not surface.by_ids:
-        return event
-    start_id, end_id = (
-        renamed.get(ref, ref) if ref is not None else None
-        for ref in (surface.start_id, surface.end_id)
-    )
-    surface = msgspec.structs.replace(surface, start_id=start_id, end_id=end_id)
-    return msgspec.structs.replace(event, surface=surface)
 
 
 def _continues(whole: Sequence[AssistantPart], cut: Sequence[AssistantPart]) -> bool:

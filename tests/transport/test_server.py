@@ -203,6 +203,32 @@ def test_native_events_from_a_runtime_are_normalised_and_a_retry_adds_nothing(
     assert all(e.source is not None and e.source.runtime == "anthropic" for e in stored)
 
 
+def test_a_native_transcript_that_branches_is_posted_whole(
+    dev_server: ServerThread, http: httpx.Client, store: MemoryStore
+) -> None:
+    """The adapter names a branch's replace by its own event ids; the server gives the
+    events other ids, and the replace follows them (stored by seqs)."""
+    from universal_event.log import SessionLog
+
+    transcript = FIXTURES.parent / "captured" / "claude_chains" / "resume_at"
+    body = (transcript / "session_transcript.jsonl").read_bytes()
+    url = f"{dev_server.url}/sessions/b1/events?from=claude-code-transcript"
+    answer = http.post(url, content=body)
+    assert answer.status_code == 200, answer.text
+    texts = [
+        part.text
+        for message in SessionLog.open(store, "b1").derive_messages()
+        for part in message.content
+        if isinstance(part, TextPart)
+    ]
+    assert texts == [
+        "First question",
+        "Turn one done: one.",
+        "Branch question after rewinding",
+        "Branch answer after rewinding.",
+    ]
+
+
 def test_messages_and_render_endpoints(dev_server: ServerThread, http: httpx.Client) -> None:
     fixture = json.loads(
         (FIXTURES / "anthropic-messages/stream_client_tool_two_turns.json").read_text()

@@ -31,6 +31,7 @@ from typing import NamedTuple
 import msgspec
 
 from universal_event.codec import decode, encode
+from universal_event.derive import rename_surface_ids
 from universal_event.errors import AdapterError, DecodeError
 from universal_event.events import Event
 from universal_event.server._hub import DEFAULT_BUFFER_BYTES, DEFAULT_SEND_TIMEOUT
@@ -105,6 +106,7 @@ def parse_body(
     digest = hashlib.sha256(f"{runtime}\0".encode() + body).hexdigest()
     fingerprint = digest[:12]
     checked: list[Event] = []
+    renamed: dict[str, str] = {}  # an adapter's event ids → the ids stored
     for index, event in enumerate(events):
         if event.session_id and event.session_id != session_id:
             raise BadInput(
@@ -126,7 +128,10 @@ def parse_body(
                 if idempotency_key is not None
                 else f"{digest[:32]}-{index}"
             )
+            if event.id:
+                renamed[event.id] = derived
             event = msgspec.structs.replace(event, id=derived)
+        event = rename_surface_ids(event, renamed)
         size = len(encode(event))
         if size > limits.max_event_bytes:
             raise BadInput(

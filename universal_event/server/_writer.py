@@ -41,7 +41,12 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from universal_event.derive import SurfaceView, is_surface_event, resolve_surface_ids
+from universal_event.derive import (
+    SurfaceView,
+    is_recovered_surface,
+    is_surface_event,
+    resolve_surface_ids,
+)
 from universal_event.errors import (
     ConflictError,
     EventIdConflictError,
@@ -212,11 +217,7 @@ class SessionWriters:
                     if state.keys.get(key, fingerprint) != fingerprint:
                         raise IdempotencyKeyReused(session_id, key)
                 batch, packs, duplicates = self._number(session_id, state, events, check_bodies)
-                for event in batch:  # against the surface before the batch: refused whole
-                    if is_surface_event(event):
-                        state.surface.check(event)
-                    elif type(event) is NativeUnknownEvent:
-                        state.surface.check_recovered(event)
+                _check_intents(state.surface, batch)  # refused whole
                 if not batch and self.store.latest_seq(session_id) + 1 < state.next_seq:
                     self._forget(state)  # all "already stored", but the session was deleted
                     self._catch_up(session_id, state)
@@ -296,6 +297,29 @@ class SessionWriters:
             batch.append(numbered)
             packs.append(packed)
         return batch, packs, duplicates
+
+
+def _check_intents(surface: SurfaceView, batch: Sequence[Event]) -> None:
+    """SurfaceError unless every surface intent of ``batch`` applies, each after the
+    events before it (a replace may name events of the same batch: a native transcript
+    whose branch drops what it showed); ``surface`` is left as it is. A batch without
+    replace intents (nearly all) is not tried out: appends always apply."""
+    if not any(_has_intent(event) for event in batch):
+        return
+    trial = surface.copy()
+    for event in batch:
+        if is_surface_event(event):
+            trial.check(event)
+            trial.apply(event)
+        elif type(event) is NativeUnknownEvent:
+            trial.check_recovered(event)
+            trial.apply_recovered(event)
+
+
+def _has_intent(event: Event) -> bool:
+    if is_surface_event(event):
+        return event.surface is not None and event.surface.op == "replace"
+    return type(event) is NativeUnknownEvent and is_recovered_surface(event)
 
 
 def _check_same_body(session_id: str, event: Event, stored: int) -> None:
