@@ -153,3 +153,50 @@ def test_claude_project_dir_of_a_long_cwd_can_be_made(tmp_path: Path) -> None:
     assert len(project.name) <= 207
     project.mkdir(parents=True)
     (project / "session.jsonl").write_text("{}\n")
+
+
+def _compaction_log(preserved: list[str], transcript: Path | None) -> list[str]:
+    from universal_event.events import AssistantMessageEvent, NativeUnknownEvent, Source
+    from universal_event.events import UserMessageEvent as User
+    from universal_event.parts import TextPart
+    from universal_event.runtimes import _ClaudeCompaction
+
+    log = SessionLog()
+    run_log = _RunLog(log, [], None, _ClaudeCompaction(lambda: transcript))
+    run_log.extend(
+        [
+            User(
+                content=[TextPart(text="q1")], source=Source(runtime="claude-code", native_id="u1")
+            ),
+            AssistantMessageEvent(
+                content=[TextPart(text="r1")],
+                message_id="msg_1",
+                source=Source(runtime="claude-code", native_id="msg_1"),
+            ),
+            NativeUnknownEvent(
+                native_type="system/compact_boundary",
+                runtime="claude-code",
+                payload={"compact_metadata": {"preserved_messages": {"uuids": preserved}}},
+            ),
+            User(content=[TextPart(text="summary")]),
+            User(content=[TextPart(text="q2")]),
+        ]
+    )
+    return [m.content[0].text for m in log.derive_messages()]  # type: ignore[union-attr]
+
+
+def test_a_compaction_in_a_run_replaces_all_but_what_it_preserved(tmp_path: Path) -> None:
+    """Preserved entries are named by transcript uuid: a user message's is its native id,
+    an assistant message's ``message.id`` comes from the transcript."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(
+        '{"type":"user","uuid":"u1","message":{"role":"user","content":"q1"}}\n'
+        "not json\n"
+        '{"type":"assistant","uuid":"a1","message":{"id":"msg_1","role":"assistant"}}\n'
+    )
+    assert _compaction_log([], transcript) == ["summary", "q2"]
+    assert _compaction_log(["a1"], transcript) == ["summary", "r1", "q2"]
+    assert _compaction_log(["u1", "a1"], transcript) == ["q1", "r1", "summary", "q2"]
+    # Without the transcript the assistant message is not known as preserved.
+    assert _compaction_log(["a1"], None) == ["summary", "q2"]
+    assert _compaction_log(["a1"], tmp_path / "missing.jsonl") == ["summary", "q2"]

@@ -58,12 +58,15 @@ from universal_event.events import (
     AssistantMessageEvent,
     Event,
     EventBase,
+    NativeUnknownEvent,
     RequestHeaderEvent,
     RuntimeSwitchEvent,
     SessionStartEvent,
     Source,
+    Surface,
     ToolResultEvent,
     TurnEndEvent,
+    UserMessageEvent,
     WarningEvent,
 )
 from universal_event.log import SessionLog
@@ -383,11 +386,16 @@ class _RunLog:
     """
 
     def __init__(
-        self, log: SessionLog, sink: list[Event], on_event: Callable[[Event], None] | None
+        self,
+        log: SessionLog,
+        sink: list[Event],
+        on_event: Callable[[Event], None] | None,
+        compaction: _ClaudeCompaction | None = None,
     ):
         self.log = log
         self.sink = sink
         self.on_event = on_event
+        self.compaction = compaction
         self._started = {
             e.native_session_id for e in log.events() if isinstance(e, SessionStartEvent)
         }
@@ -395,6 +403,8 @@ class _RunLog:
     def extend(self, events: Iterable[EventBase]) -> Sequence[EventBase]:
         logged: list[Event] = []
         for event in events:
+            if self.compaction is not None:
+                event = self.compaction.take(event, self.log)
             if isinstance(event, SessionStartEvent):
                 if event.native_session_id in self._started:
                     continue
@@ -413,6 +423,82 @@ class _RunLog:
 
     def checkpoint(self) -> int:
         return self.log.checkpoint()
+
+
+class _ClaudeCompaction:
+    """A ``/compact`` (or an automatic compaction) in a live Claude Code run.
+
+    Claude Code then sends the summary it logs next (a synthetic user message), the
+    messages the compaction preserved (``compact_metadata.preserved_messages``: the end
+    of the conversation), and what follows; not what came before. So the summary is
+    logged as a replace of the surface before the first preserved message (the earlier
+    runs' messages included: they are in the log, not in this run's adapter). Preserved
+    entries are named by transcript uuid: a user message or tool result has it as its
+    native id, an assistant message its ``message.id``, which the transcript
+    (``transcript``) gives for the uuid.
+    """
+
+    def __init__(self, transcript: Callable[[], Path | None]) -> None:
+        self._transcript = transcript
+        self._preserved: set[str] | None = None
+        """The preserved entries' uuids, from a boundary until its summary is logged."""
+
+    def take(self, event: EventBase, log: SessionLog) -> EventBase:
+        """``event`` as it is logged (the summary after a boundary: as a replace)."""
+        if type(event) is NativeUnknownEvent and event.native_type == "system/compact_boundary":
+            self._preserved = _preserved_uuids(event.payload)
+        elif isinstance(event, UserMessageEvent) and self._preserved is not None:
+            preserved, self._preserved = self._preserved, None
+            if event.surface is None:
+                surface = self._replaced(log, preserved)
+                if surface is not None:
+                    event = msgspec.structs.replace(event, surface=surface)
+        return event
+
+    def _replaced(self, log: SessionLog, preserved: set[str]) -> Surface | None:
+        ids = preserved | self._message_ids(preserved)
+        seqs = log.surface_seqs()
+        kept = next(
+            (i for i, seq in enumerate(seqs) if _native_id(log.events(seq, seq + 1)[0]) in ids),
+            len(seqs),
+        )
+        return Surface(op="replace", start=seqs[0], end=seqs[kept - 1]) if kept else None
+
+    def _message_ids(self, uuids: set[str]) -> set[str]:
+        """The ``message.id`` of the transcript's entries ``uuids`` (assistant ones)."""
+        path = self._transcript()
+        found: set[str] = set()
+        if path is None or not uuids:
+            return found
+        try:
+            lines = path.read_bytes().splitlines()
+        except OSError:
+            return found
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            message = entry.get("message") if isinstance(entry, dict) else None
+            if entry.get("uuid") in uuids and isinstance(message, dict):
+                if isinstance(message.get("id"), str):
+                    found.add(message["id"])
+        return found
+
+
+def _preserved_uuids(payload: Any) -> set[str]:
+    metadata = payload.get("compact_metadata") if isinstance(payload, dict) else None
+    preserved = metadata.get("preserved_messages") if isinstance(metadata, dict) else None
+    uuids = (
+        preserved.get("all_uuids") or preserved.get("uuids")
+        if isinstance(preserved, dict)
+        else None
+    )
+    return {u for u in uuids if isinstance(u, str)} if isinstance(uuids, list) else set()
+
+
+def _native_id(event: Event) -> str | None:
+    return event.source.native_id if event.source is not None else None
 
 
 def _turn_status(events: list[Event]) -> str:
@@ -458,6 +544,10 @@ class ClaudeCodeRunner:
     cli_path: Path | None = None
 
     runtime = "claude-code"
+
+    def transcript_path(self, native_session_id: str) -> Path:
+        """Where Claude Code keeps the transcript of session ``native_session_id``."""
+        return claude_project_dir(self.home, self.cwd) / f"{native_session_id}.jsonl"
 
     def env(self) -> dict[str, str]:
         """The CLI's whole environment (the launcher adds only the SDK's own variables)."""
@@ -507,7 +597,12 @@ class ClaudeCodeRunner:
             return result
         self.home.mkdir(parents=True, exist_ok=True)
         self.cwd.mkdir(parents=True, exist_ok=True)
-        run_log = _RunLog(log, result.events, self.on_event)
+
+        def transcript() -> Path | None:
+            native = result.native_session_id
+            return None if native is None else self.transcript_path(native)
+
+        run_log = _RunLog(log, result.events, self.on_event, _ClaudeCompaction(transcript))
         adapter = ClaudeCodeAdapter(session_id=log.session_id)
         options = ClaudeAgentOptions(
             model=self.model,

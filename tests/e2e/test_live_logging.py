@@ -233,3 +233,54 @@ def test_a_missing_runtime_fails_in_ci_instead_of_skipping(monkeypatch: pytest.M
     monkeypatch.setenv("UNIVERSAL_EVENT_REQUIRE_RUNTIMES", "1")
     with pytest.raises(pytest.fail.Exception, match="required in CI"):
         _support.need("claude-code")
+
+
+def test_a_claude_compaction_run_leaves_what_claude_code_sends_next(tmp_path: Any) -> None:
+    """``/compact`` in a run (the real CLI): the summary replaces what came before it on
+    the surface, but the message the compaction preserved; the next request (turn
+    three's) is the oracle. The earlier turns stay in the log."""
+    from universal_event.events import UserMessageEvent
+    from universal_event.parts import TextPart
+
+    summary = "SUMMARY: two questions, both answered."
+    steps = [
+        Reply(text="Turn one done."),
+        Reply(text="Turn two done."),
+        Reply(text=summary),  # Claude Code asks for the summary twice
+        Reply(text=summary),
+        Reply(text="Turn three after compaction."),
+    ]
+    with FakeModelServer(steps) as server:
+        claude = runner("claude-code", server.url, tmp_path)
+        log = SessionLog()
+        native = claude.run(log, "First question").native_session_id
+        for prompt in ("Second question", "/compact", "Third question"):
+            result = claude.run(log, prompt, resume=native)
+            assert result.status == "completed", result.error
+        sent = server.model_requests()[-1].body["messages"]
+    texts = [
+        (message.__struct_config__.tag, part.text.rstrip("\n"))
+        for message in log.derive_messages()
+        for part in message.content
+        if isinstance(part, TextPart)
+    ]
+    first = sent[0]["content"]
+    assert isinstance(first, str) and summary in first
+    assert texts[0] == ("user", first.rstrip("\n"))
+    assert (
+        texts[1]
+        == ("assistant", "Turn two done.")
+        == (sent[1]["role"], sent[1]["content"][0]["text"])
+    )
+    assert texts[2:] == [
+        ("user", "/compact"),  # Claude Code: the command's caveat and name, then its output
+        ("user", "<local-command-stdout>Compacted </local-command-stdout>"),
+        ("user", "Third question"),
+        ("assistant", "Turn three after compaction."),
+    ]
+    sent_blocks = [
+        block["text"].rstrip("\n") for block in sent[2]["content"] if block["type"] == "text"
+    ]
+    assert sent_blocks[-2:] == [texts[3][1], "Third question"]
+    logged = [e.content[0].text for e in log.events() if isinstance(e, UserMessageEvent)]  # type: ignore[union-attr]
+    assert logged[:2] == ["First question", "Second question"]  # not lost
