@@ -890,12 +890,14 @@ class _Branches:
         """Each main-chain entry's place in the file."""
         self._replace: _Replace | None = None
         """A branch's (or compaction's) replace, for the next surface event shown."""
+        self._noted: tuple[list[Event], int] | None = None
+        """The list the last line's events went to, and how many of them were noted."""
 
     def follow(self, line: Mapping[str, Any], out: list[Event], start: int) -> None:
         """Take in an entry after its line's events (``out[start:]``) were made."""
         uuid = line.get("uuid")
         if not isinstance(uuid, str) or line.get("isSidechain"):
-            self._note_shown(None, out, start)
+            self._noted = (out, self._note_shown(None, out, start))
             return
         self._note_origins(line, uuid)
         # The line may have logged what earlier entries held back (the message of the
@@ -909,11 +911,14 @@ class _Branches:
             self._compacted(line.get("compactMetadata"), uuid)
         self._parent[uuid] = parent if isinstance(parent, str) else None
         self._tip = uuid
-        self._note_shown(uuid, out, own)
+        self._noted = (out, self._note_shown(uuid, out, own))
 
     def closed(self, out: list[Event]) -> None:
-        """Take in the events the input's end logged."""
-        self._note_shown(None, out, 0)
+        """Take in the events the input's end logged (after those of a last line without
+        its newline, which the end read into the same list)."""
+        start = self._noted[1] if self._noted is not None and self._noted[0] is out else 0
+        self._noted = None
+        self._note_shown(None, out, start)
 
     def _note_origins(self, line: Mapping[str, Any], uuid: str) -> None:
         message = line.get("message")

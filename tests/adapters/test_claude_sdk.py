@@ -718,3 +718,22 @@ def test_a_compaction_replaces_what_it_does_not_preserve(
         _entry("assistant", "a3", "u3", "r3"),
     ]
     assert _transcript_texts(entries) == expected
+
+
+@pytest.mark.parametrize("last_newline", [True, False])
+def test_a_branch_on_the_last_line_read_by_the_inputs_end(last_newline: bool) -> None:
+    """The last entry branches and has no newline: ``close`` reads it, and the message
+    it starts (logged only then) carries the replace, once."""
+    entries = [
+        _entry("user", "u1", None, "q1"),
+        _entry("assistant", "a1", "u1", "r1"),
+        _entry("user", "u2", "a1", "q2"),
+        _entry("assistant", "a2", "u2", "r2"),
+        _entry("assistant", "a1b", "u1", "r1 again"),
+    ]
+    data = b"\n".join(json.dumps(entry).encode() for entry in entries)
+    log = SessionLog()
+    adapter = ClaudeTranscriptAdapter()
+    log.extend(adapter.feed(data + (b"\n" if last_newline else b"")) + adapter.close())
+    assert [text for _, text in _derived_texts(log)] == ["q1", "r1 again"]
+    assert sum(1 for e in log.events() if getattr(e, "surface", None) is not None) == 1
