@@ -192,6 +192,7 @@ def test_a_compaction_in_a_run_replaces_all_but_what_it_preserved(tmp_path: Path
     transcript.write_text(
         '{"type":"user","uuid":"u1","message":{"role":"user","content":"q1"}}\n'
         "not json\n"
+        '[1, 2]\n{"uuid": ["a1"]}\n'
         '{"type":"assistant","uuid":"a1","message":{"id":"msg_1","role":"assistant"}}\n'
     )
     assert _compaction_log([], transcript) == ["summary", "q2"]

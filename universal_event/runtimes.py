@@ -479,8 +479,10 @@ class _ClaudeCompaction:
                 entry = json.loads(line)
             except ValueError:
                 continue
-            message = entry.get("message") if isinstance(entry, dict) else None
-            if entry.get("uuid") in uuids and isinstance(message, dict):
+            if not isinstance(entry, dict) or not isinstance(entry.get("uuid"), str):
+                continue
+            message = entry.get("message")
+            if entry["uuid"] in uuids and isinstance(message, dict):
                 if isinstance(message.get("id"), str):
                     found.add(message["id"])
         return found
