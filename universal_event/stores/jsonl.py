@@ -148,10 +148,12 @@ class _Position(msgspec.Struct):
 class _Held:
     """A session file kept open for appending, and what this store knows of it."""
 
-    __slots__ = ("fd", "header", "seq", "end")
+    __slots__ = ("fd", "identity", "header", "seq", "end")
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, identity: tuple[int, int]) -> None:
         self.fd = fd
+        self.identity = identity
+        """(device, inode) of the open file."""
         self.header: bytes | None = None
         """Its header line, once read or written."""
         self.seq = -1
@@ -256,28 +258,34 @@ class JsonlStore(TailByPolling, FileLiveLocks):
         """The session's kept file, its descriptor holding the flock, and the file's
         stat; ``None`` when it does not exist.
 
-        A kept descriptor is reused while its file is still linked: every way a session
-        file leaves its path (``delete`` unlinks it, a fork's ``os.replace`` puts another
-        in its place, by this process or another) leaves the descriptor's file with no
-        link, which ``fstat`` under the lock shows. That one ``fstat`` also gives the
-        size the append starts at (syscalls cost 2-4 µs each here, several times that
-        right after an fsync; an append used to make three, then a ``stat`` of the path).
+        A kept descriptor is reused when the path still names its file (another process
+        may have deleted the session, or deleted and created it again, since): the
+        path's stat, taken under the lock, must show the inode the descriptor was opened
+        on (which no other file can have while the descriptor holds it open). That one
+        ``stat`` also gives the size the append starts at (syscalls cost 2-4 µs each
+        here; an append used to make three). Not ``fstat``'s link count of the
+        descriptor: on NFS an unlinked file that is still open is renamed (``.nfs…``)
+        and keeps its link, so a session deleted by another machine would go unnoticed.
         """
+        path = self._path(session_id)
         held = self._open_files.pop(session_id, None)
         if held is not None:
             fcntl.flock(held.fd, fcntl.LOCK_EX)
-            stat = os.fstat(held.fd)
-            if stat.st_nlink:
+            try:
+                stat = os.stat(path)
+            except FileNotFoundError:
+                stat = None
+            if stat is not None and (stat.st_dev, stat.st_ino) == held.identity:
                 self._open_files[session_id] = held  # now the most recently used
                 return held, stat
             os.close(held.fd)
-        opened = _open_locked(self._path(session_id), create=create)
+        opened = _open_locked(path, create=create)
         if opened is None:
             return None
         while len(self._open_files) >= _MAX_OPEN_FILES:
             os.close(self._open_files.pop(next(iter(self._open_files))).fd)
         fd, stat = opened
-        held = self._open_files[session_id] = _Held(fd)
+        held = self._open_files[session_id] = _Held(fd, (stat.st_dev, stat.st_ino))
         return held, stat
 
     def _close_file(self, session_id: str) -> None:
