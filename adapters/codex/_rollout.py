@@ -28,6 +28,10 @@ are imported item for item:
 task_complete / turn_aborted    ``error``; ``interrupted`` for an abort), turn usage summed
 ``token_usage_record``          ``usage`` of one response (``message_id`` = ``resp_`` id); it
                                 also closes the response's message
+``compacted``                   its ``replacement_history`` items, imported as above; the
+                                first surface event they make replaces what was shown
+                                before (Codex sends only them from then on); the line
+                                itself is kept as ``native/unknown``
 ``event_msg`` error             ``error``
 the rest                        ``event_msg`` copies of the items above (``item_completed``,
                                 ``token_count``, ``user_message``, ...) are redundant and
@@ -39,7 +43,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 import msgspec
 
@@ -57,11 +61,13 @@ from adapters.openai_responses._items import (
 )
 from universal_event.errors import AdapterError
 from universal_event.events import (
+    AssistantMessageEvent,
     ErrorEvent,
     Event,
     NativeUnknownEvent,
     RequestContextEvent,
     SessionStartEvent,
+    Surface,
     ToolResultEvent,
     UsageEvent,
     UserMessageEvent,
@@ -90,6 +96,14 @@ _REDUNDANT_EVENT_MSGS = frozenset(
 
 _BOOKKEEPING_KEYS = ("internal_chat_message_metadata_passthrough",)
 """Keys Codex stores in rollout items but strips before sending them (requests/*.json)."""
+
+
+def _shows(event: Event) -> TypeGuard[UserMessageEvent | AssistantMessageEvent | ToolResultEvent]:
+    """Whether ``event`` is on the surface: a surface event appended or replacing
+    (this adapter makes no hidden ones)."""
+    return isinstance(event, UserMessageEvent | AssistantMessageEvent | ToolResultEvent) and (
+        event.surface is None or event.surface.op == "replace"
+    )
 
 
 def turn_settings(payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -133,6 +147,8 @@ class CodexRolloutAdapter(CodexCore):
         self._line_no = 0
         """The number of the line being read (1-based, blank lines counted; a dict fed is
         one line): a line kept as ``native/unknown`` says where it is (:meth:`unknown`)."""
+        self._shown: list[str] = []
+        """Ids of the surface events made so far (what a compaction replaces)."""
 
     def feed(self, native: Any) -> list[Event]:
         """Raw rollout bytes (cut anywhere), one ``str`` line, or one line as a dict."""
@@ -173,6 +189,20 @@ class CodexRolloutAdapter(CodexCore):
         return super().unknown(native_type, payload, f"{reason} (line {self._line_no})")
 
     def _line(self, line: Mapping[str, Any], out: list[Event]) -> None:
+        start = len(out)
+        self._line_events(line, out)
+        self._note_shown(out, start)
+
+    def _note_shown(self, out: list[Event], start: int) -> None:
+        """Note the surface events of ``out[start:]``; one that replaces what was shown
+        (a compaction's first) starts the list again."""
+        for event in out[start:]:
+            if _shows(event):
+                if event.surface is not None:
+                    self._shown = []
+                self._shown.append(event.id)
+
+    def _line_events(self, line: Mapping[str, Any], out: list[Event]) -> None:
         self._native_time = native_time(line.get("timestamp"))
         kind = line.get("type")
         payload = line.get("payload")
@@ -180,7 +210,9 @@ class CodexRolloutAdapter(CodexCore):
             out.append(self.unknown(str(kind), dict(line), "rollout line without a payload"))
             return
         try:
-            if kind == "response_item":
+            if kind == "compacted" and isinstance(payload.get("replacement_history"), list):
+                self._compacted(payload, out)
+            elif kind == "response_item":
                 self._response_item(payload, out)
             elif kind == "event_msg":
                 self._event_msg(payload, out)
@@ -194,6 +226,27 @@ class CodexRolloutAdapter(CodexCore):
                 out.append(self.unknown(str(kind), dict(payload), "rollout line not modelled"))
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             out.append(self.unknown(str(kind), dict(line), f"bad rollout line: {exc!r}"))
+
+    def _compacted(self, payload: Mapping[str, Any], out: list[Event]) -> None:
+        """A compaction: from here on Codex sends its ``replacement_history`` (the user
+        messages kept, then the summary, as input items) instead of what came before.
+        Those items are imported as the history's items are; the first surface event
+        they make replaces everything shown so far (by event ids, see
+        :class:`~universal_event.events.Surface`). The earlier events stay logged, and
+        so does the line (``native/unknown``)."""
+        flushed = len(out)
+        self._flush(out, "compacted")  # the compaction's own reply, shown until now
+        shown = self._shown + [event.id for event in out[flushed:] if _shows(event)]
+        out.append(self.unknown("compacted", dict(payload), "compaction: its history follows"))
+        start = len(out)
+        for item in payload["replacement_history"]:
+            if isinstance(item, Mapping):
+                self._response_item(item, out)
+        self._flush(out, "compacted")
+        first = next((i for i in range(start, len(out)) if _shows(out[i])), None)
+        if shown and first is not None:
+            surface = Surface(op="replace", start_id=shown[0], end_id=shown[-1])
+            out[first] = msgspec.structs.replace(out[first], surface=surface)
 
     # ------------------------------------------------------------ session and header
 
