@@ -164,3 +164,15 @@ def flatten(kwargs: dict[str, Any]) -> dict[str, Any]:
     body = {key: value for key, value in kwargs.items() if key != "extra_body"}
     body.update(kwargs.get("extra_body") or {})
     return body
+
+
+def derived_texts(log: SessionLog) -> list[tuple[str, str]]:
+    """(role, text) of each text part of the history derived from ``log``."""
+    from universal_event.parts import TextPart
+
+    return [
+        (str(message.__struct_config__.tag), part.text)
+        for message in log.derive_messages()
+        for part in message.content
+        if isinstance(part, TextPart)
+    ]

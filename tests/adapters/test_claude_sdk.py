@@ -18,6 +18,7 @@ from claude_agent_sdk._internal.message_parser import parse_message
 
 from adapters.claude_sdk import ClaudeCodeAdapter, ClaudeTranscriptAdapter
 from tests.adapters._anthropic_support import CAPTURED, TRANSCRIPTS, sdk_objects
+from tests.adapters._render_support import derived_texts
 from universal_event import codec
 from universal_event.cli import main
 from universal_event.events import (
@@ -526,15 +527,6 @@ def test_a_branched_transcript_holds_both_branches_in_file_order() -> None:
     ]
 
 
-def _derived_texts(log: SessionLog) -> list[tuple[str, str]]:
-    return [
-        (str(m.__struct_config__.tag), p.text)
-        for m in log.derive_messages()
-        for p in m.content
-        if isinstance(p, TextPart)
-    ]
-
-
 def _sent_texts() -> list[tuple[str, str]]:
     sent = json.loads((BRANCHED / "requests" / "branch_messages.json").read_text())["messages"]
     return _prompt_and_reply_texts(sent)
@@ -546,7 +538,7 @@ def test_a_branched_transcript_derives_the_history_claude_code_sent() -> None:
     log = SessionLog()
     adapter = ClaudeTranscriptAdapter()
     log.extend(adapter.feed((BRANCHED / "session_transcript.jsonl").read_bytes()) + adapter.close())
-    assert _derived_texts(log) == [*_sent_texts(), ("assistant", "Branch answer after rewinding.")]
+    assert derived_texts(log) == [*_sent_texts(), ("assistant", "Branch answer after rewinding.")]
     (branch,) = [e for e in log.events() if isinstance(e, UserMessageEvent) and e.surface]
     assert branch.surface is not None and branch.surface.start_id is None  # stored by seqs
     dropped = log.events()[branch.surface.start : branch.surface.end + 1]  # type: ignore[operator]
@@ -562,9 +554,9 @@ def test_an_import_of_the_transcript_as_it_grew_follows_the_branch() -> None:
     branch_at = next(i for i, line in enumerate(lines) if b"Branch question" in line)
     log = SessionLog()
     append_imported(log, import_events("claude-code-transcript", b"".join(lines[:branch_at])))
-    assert ("user", "Second question, later abandoned") in _derived_texts(log)
+    assert ("user", "Second question, later abandoned") in derived_texts(log)
     append_imported(log, import_events("claude-code-transcript", data))
-    assert _derived_texts(log) == [*_sent_texts(), ("assistant", "Branch answer after rewinding.")]
+    assert derived_texts(log) == [*_sent_texts(), ("assistant", "Branch answer after rewinding.")]
     count = len(log.events())
     append_imported(log, import_events("claude-code-transcript", data))
     assert len(log.events()) == count
@@ -586,7 +578,7 @@ def _transcript_texts(entries: list[dict[str, object]]) -> list[str]:
     for entry in entries:
         log.extend(adapter.feed(entry))
     log.extend(adapter.close())
-    return [text for _, text in _derived_texts(log)]
+    return [text for _, text in derived_texts(log)]
 
 
 def test_branches_of_a_transcript() -> None:
@@ -662,7 +654,7 @@ def test_a_compacted_transcript_derives_the_history_claude_code_sent() -> None:
     assert sent[1] == ("assistant", "Turn two done.")
     # Claude Code ends each entry it merges into one user message with a newline.
     sent = [(role, text.rstrip("\n")) for role, text in sent]
-    assert _derived_texts(log) == [*sent, ("assistant", "Turn three after compaction.")]
+    assert derived_texts(log) == [*sent, ("assistant", "Turn three after compaction.")]
     prompts = [e for e in log.events() if isinstance(e, UserMessageEvent)]
     assert [p.content[0].text for p in prompts[:2]] == ["First question", "Second question"]  # type: ignore[union-attr]
 
@@ -673,9 +665,9 @@ def test_an_import_of_the_transcript_across_the_compaction_as_it_grew() -> None:
     boundary = next(i for i, line in enumerate(lines) if b'"compact_boundary"' in line)
     log = SessionLog()
     append_imported(log, import_events("claude-code-transcript", b"".join(lines[:boundary])))
-    assert [text for _, text in _derived_texts(log)][:2] == ["First question", "Turn one done."]
+    assert [text for _, text in derived_texts(log)][:2] == ["First question", "Turn one done."]
     append_imported(log, import_events("claude-code-transcript", data))
-    derived = _derived_texts(log)
+    derived = derived_texts(log)
     assert derived[0][1].startswith("This session is being continued")
     assert derived[1:2] == [("assistant", "Turn two done.")]
     assert derived[-2:] == [
@@ -735,5 +727,5 @@ def test_a_branch_on_the_last_line_read_by_the_inputs_end(last_newline: bool) ->
     log = SessionLog()
     adapter = ClaudeTranscriptAdapter()
     log.extend(adapter.feed(data + (b"\n" if last_newline else b"")) + adapter.close())
-    assert [text for _, text in _derived_texts(log)] == ["q1", "r1 again"]
+    assert [text for _, text in derived_texts(log)] == ["q1", "r1 again"]
     assert sum(1 for e in log.events() if getattr(e, "surface", None) is not None) == 1

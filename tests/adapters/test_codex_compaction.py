@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from adapters.codex import CodexRolloutAdapter
+from tests.adapters._render_support import derived_texts
 from universal_event.events import NativeUnknownEvent, UserMessageEvent
 from universal_event.ingest import append_imported, import_events
 from universal_event.log import SessionLog
-from universal_event.parts import TextPart
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "captured" / "codex_compact" / "manual"
 _CONTEXT = re.compile(r"^\s*<[a-z_]+>")
@@ -33,15 +33,6 @@ def _sent(name: str) -> list[tuple[str, str]]:
     return texts
 
 
-def _derived(log: SessionLog) -> list[tuple[str, str]]:
-    return [
-        (str(message.__struct_config__.tag), part.text)
-        for message in log.derive_messages()
-        for part in message.content
-        if isinstance(part, TextPart)
-    ]
-
-
 def test_the_history_after_a_compaction_is_what_codex_sent() -> None:
     log = SessionLog()
     adapter = CodexRolloutAdapter()
@@ -49,7 +40,7 @@ def test_the_history_after_a_compaction_is_what_codex_sent() -> None:
     sent = _sent("turn3_input.json")
     assert sent[2][1].startswith("Another language model started")  # the summary
     assert ("assistant", "Turn one done.") not in sent
-    assert _derived(log) == [*sent, ("assistant", "Turn three after compaction.")]
+    assert derived_texts(log) == [*sent, ("assistant", "Turn three after compaction.")]
     # Nothing lost: the turns before the compaction, and the line itself, are logged.
     prompts = [e.content[0].text for e in log.events() if isinstance(e, UserMessageEvent)]  # type: ignore[union-attr]
     assert prompts[:2] == ["First question", "Second question"]
@@ -69,11 +60,11 @@ def test_the_compaction_request_was_the_history_before_it() -> None:
     log = SessionLog()
     append_imported(log, import_events("codex-rollout", b"".join(lines[:compacted])))
     sent = _sent("compact_input.json")
-    assert _derived(log)[:4] == sent[:4]
+    assert derived_texts(log)[:4] == sent[:4]
     # The grown rollout, imported into the same log: the compaction applies, and a
     # third import adds nothing.
     append_imported(log, import_events("codex-rollout", data))
-    assert _derived(log) == [
+    assert derived_texts(log) == [
         *_sent("turn3_input.json"),
         ("assistant", "Turn three after compaction."),
     ]
@@ -93,5 +84,5 @@ def test_two_compactions_replace_what_the_first_one_left() -> None:
     log = SessionLog()
     adapter = CodexRolloutAdapter()
     log.extend(adapter.feed(data) + adapter.close())
-    texts = [text for _, text in _derived(log)]
+    texts = [text for _, text in derived_texts(log)]
     assert texts == ["First question", "Second question", "SECOND SUMMARY"]

@@ -208,6 +208,7 @@ def test_a_native_transcript_that_branches_is_posted_whole(
 ) -> None:
     """The adapter names a branch's replace by its own event ids; the server gives the
     events other ids, and the replace follows them (stored by seqs)."""
+    from tests.adapters._render_support import derived_texts
     from universal_event.log import SessionLog
 
     transcript = FIXTURES.parent / "captured" / "claude_chains" / "resume_at"
@@ -215,12 +216,7 @@ def test_a_native_transcript_that_branches_is_posted_whole(
     url = f"{dev_server.url}/sessions/b1/events?from=claude-code-transcript"
     answer = http.post(url, content=body)
     assert answer.status_code == 200, answer.text
-    texts = [
-        part.text
-        for message in SessionLog.open(store, "b1").derive_messages()
-        for part in message.content
-        if isinstance(part, TextPart)
-    ]
+    texts = [text for _, text in derived_texts(SessionLog.open(store, "b1"))]
     assert texts == [
         "First question",
         "Turn one done: one.",
