@@ -90,6 +90,7 @@ from adapters._tap import finish_open_taps
 from adapters._usage import anthropic_usage
 from adapters.anthropic._request import user_part
 from adapters.anthropic._stream import AnthropicAdapter, assistant_parts, whole_block
+from universal_event.derive import is_surface_event
 from universal_event.errors import UniversalEventError
 from universal_event.events import (
     AssistantMessageEvent,
@@ -974,7 +975,7 @@ class _Branches:
         late for earlier entries). Returns where it stopped."""
         for index in range(start, len(out)):
             event = out[index]
-            if not isinstance(event, UserMessageEvent | AssistantMessageEvent | ToolResultEvent):
+            if not is_surface_event(event):
                 continue
             if event.surface is not None:  # hidden (a sub-agent's)
                 continue

@@ -9,11 +9,9 @@ from typing import Any
 
 import pytest
 
+from tests._history import add_assistant, add_user, started_log
 from universal_event.events import (
-    AssistantMessageEvent,
-    SessionStartEvent,
     ToolResultEvent,
-    UserMessageEvent,
     WarningEvent,
 )
 from universal_event.handoff import (
@@ -44,22 +42,6 @@ SIGNATURE = "ZmFrZS1zaWduYXR1cmU=" * 4
 MARK = {"type": "ephemeral"}
 
 
-def _log(runtime: str) -> SessionLog:
-    log = SessionLog()
-    log.append(SessionStartEvent(runtime=runtime, native_session_id="native-1"))
-    return log
-
-
-def _user(log: SessionLog, *parts: Any, **fields: Any) -> None:
-    content = [TextPart(text=p) if isinstance(p, str) else p for p in parts]
-    log.append(UserMessageEvent(content=content, **fields))
-
-
-def _assistant(log: SessionLog, origin: Provenance, *parts: Any) -> None:
-    content = [TextPart(text=p) if isinstance(p, str) else p for p in parts]
-    log.append(AssistantMessageEvent(content=content, provenance=origin))
-
-
 def _transcript(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
@@ -72,9 +54,9 @@ def test_a_claude_transcript_names_the_model_on_the_lines_that_keep_thinking(
 ) -> None:
     """Claude Code strips a transcript line's thinking unless ``message.model`` is the
     model it runs: a line holding the thinking the renderer kept names that model."""
-    log = _log("codex")
-    _user(log, "first")
-    _assistant(
+    log = started_log("codex")
+    add_user(log, "first")
+    add_assistant(
         log,
         CLAUDE_ORIGIN,
         ThinkingPart(text="SAME-MODEL-THOUGHT", signature=SIGNATURE),
@@ -82,11 +64,11 @@ def test_a_claude_transcript_names_the_model_on_the_lines_that_keep_thinking(
         ToolCallPart(id="toolu_01A", name="Bash", arguments={"command": "ls"}),
     )
     log.append(ToolResultEvent(call_id="toolu_01A", content=[TextPart(text="a.txt")]))
-    _assistant(log, CLAUDE_ORIGIN, ThinkingPart(redacted_data="REDACTED"), "Done.")
-    _user(log, "second")
-    _assistant(log, OTHER_CLAUDE, ThinkingPart(text="OTHER-MODEL", signature=SIGNATURE), "x")
-    _user(log, "third")
-    _assistant(log, CODEX_ORIGIN, "From Codex.")
+    add_assistant(log, CLAUDE_ORIGIN, ThinkingPart(redacted_data="REDACTED"), "Done.")
+    add_user(log, "second")
+    add_assistant(log, OTHER_CLAUDE, ThinkingPart(text="OTHER-MODEL", signature=SIGNATURE), "x")
+    add_user(log, "third")
+    add_assistant(log, CODEX_ORIGIN, "From Codex.")
     result = hand_off(
         log, "claude-code", model=CLAUDE, cwd=tmp_path / "work", claude_home=tmp_path / "home"
     )
@@ -109,9 +91,9 @@ def test_a_claude_transcript_names_the_model_on_the_lines_that_keep_thinking(
 def test_a_claude_handoff_leaves_the_cache_marks_to_claude_code(tmp_path: Path) -> None:
     """Claude Code adds two marks of its own to each request: the history's would take
     it past the four a Messages request may carry."""
-    log = _log("codex")
-    _user(log, TextPart(text="long document " * 50, cache_control=MARK))
-    _assistant(
+    log = started_log("codex")
+    add_user(log, TextPart(text="long document " * 50, cache_control=MARK))
+    add_assistant(
         log,
         CLAUDE_ORIGIN,
         TextPart(text="a1", cache_control=MARK),
@@ -124,9 +106,9 @@ def test_a_claude_handoff_leaves_the_cache_marks_to_claude_code(tmp_path: Path) 
             cache_control=MARK,
         )
     )
-    _assistant(log, CLAUDE_ORIGIN, "a2")
-    _user(log, TextPart(text="q2", cache_control=MARK))
-    _assistant(log, CLAUDE_ORIGIN, "a3")
+    add_assistant(log, CLAUDE_ORIGIN, "a2")
+    add_user(log, TextPart(text="q2", cache_control=MARK))
+    add_assistant(log, CLAUDE_ORIGIN, "a3")
     result = hand_off(
         log, "claude-code", model=CLAUDE, cwd=tmp_path / "work", claude_home=tmp_path / "home"
     )
@@ -143,12 +125,12 @@ def _reasoning_only(runtime: str) -> SessionLog:
     """A history nothing of which may go to ``runtime``'s provider: one message of the
     other provider's reasoning and blank text."""
     if runtime == "claude-code":
-        log = _log("codex")
+        log = started_log("codex")
         thought = ThinkingPart(text="", summary=["thinking"], id="rs_1", encrypted_content="enc")
-        _assistant(log, CODEX_ORIGIN, thought, TextPart(text="  "))
+        add_assistant(log, CODEX_ORIGIN, thought, TextPart(text="  "))
     else:
-        log = _log("claude-code")
-        _assistant(
+        log = started_log("claude-code")
+        add_assistant(
             log, CLAUDE_ORIGIN, ThinkingPart(text="t", signature=SIGNATURE), TextPart(text=" ")
         )
     return log
@@ -288,9 +270,9 @@ def test_a_codex_handoff_writes_every_message_in_a_form_codex_reads(tmp_path: Pa
     message and an image by URL: no part Codex drops, every text kept, each rewrite
     logged as a warning."""
     pdf = base64.b64encode(PDF).decode()
-    log = _log("claude-code")
-    _user(log, "MARK-U1 read it", DocumentPart(data=pdf, media_type="application/pdf"))
-    _assistant(
+    log = started_log("claude-code")
+    add_user(log, "MARK-U1 read it", DocumentPart(data=pdf, media_type="application/pdf"))
+    add_assistant(
         log,
         CLAUDE_ORIGIN,
         "MARK-A1",
@@ -305,11 +287,11 @@ def test_a_codex_handoff_writes_every_message_in_a_form_codex_reads(tmp_path: Pa
             ],
         )
     )
-    _assistant(log, CLAUDE_ORIGIN, "MARK-A2")
-    _user(log, "MARK-S1 be brief", instruction_role="system")
-    _assistant(log, CLAUDE_ORIGIN, "MARK-A3")
-    _user(log, "MARK-U2", ImagePart(url="https://example.com/cat.png"))
-    _assistant(log, CLAUDE_ORIGIN, "MARK-A4")
+    add_assistant(log, CLAUDE_ORIGIN, "MARK-A2")
+    add_user(log, "MARK-S1 be brief", instruction_role="system")
+    add_assistant(log, CLAUDE_ORIGIN, "MARK-A3")
+    add_user(log, "MARK-U2", ImagePart(url="https://example.com/cat.png"))
+    add_assistant(log, CLAUDE_ORIGIN, "MARK-A4")
     result = hand_off(
         log, "codex", model="gpt-5.5", cwd=tmp_path / "work", codex_home=tmp_path / "codex"
     )
@@ -338,9 +320,9 @@ def test_a_codex_handoff_writes_every_message_in_a_form_codex_reads(tmp_path: Pa
 
 
 def test_render_for_codex_keeps_what_codex_reads_as_it_is() -> None:
-    log = _log("claude-code")
-    _user(log, "hello", ImagePart(data="iVBORw0KGgo=", media_type="image/png"))
-    _assistant(log, CLAUDE_ORIGIN, "hi")
+    log = started_log("claude-code")
+    add_user(log, "hello", ImagePart(data="iVBORw0KGgo=", media_type="image/png"))
+    add_assistant(log, CLAUDE_ORIGIN, "hi")
     request, warnings = render_for("codex", log.derive_messages(), "gpt-5.5")
     assert warnings == []
     assert request["input"][0]["content"][1]["image_url"].startswith("data:image/png;base64,")
@@ -350,9 +332,9 @@ def test_render_for_codex_keeps_what_codex_reads_as_it_is() -> None:
 def test_a_session_file_the_system_refuses_is_a_handoff_error(runtime: Any, tmp_path: Path) -> None:
     """A home the runtime's session file cannot be written in (here: a file where its
     directory must go) is a HandoffError naming the file, and no switch is logged."""
-    log = _log("codex" if runtime == "claude-code" else "claude-code")
-    _user(log, "hello")
-    _assistant(log, CLAUDE_ORIGIN if runtime == "codex" else CODEX_ORIGIN, "hi")
+    log = started_log("codex" if runtime == "claude-code" else "claude-code")
+    add_user(log, "hello")
+    add_assistant(log, CLAUDE_ORIGIN if runtime == "codex" else CODEX_ORIGIN, "hi")
     before = log.events()
     blocked = tmp_path / "blocked"
     blocked.write_text("not a directory")

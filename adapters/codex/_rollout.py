@@ -59,15 +59,16 @@ from adapters.openai_responses._items import (
     item_parts,
     result_parts,
 )
+from universal_event.derive import is_surface_event
 from universal_event.errors import AdapterError
 from universal_event.events import (
-    AssistantMessageEvent,
     ErrorEvent,
     Event,
     NativeUnknownEvent,
     RequestContextEvent,
     SessionStartEvent,
     Surface,
+    SurfaceEvent,
     ToolResultEvent,
     UsageEvent,
     UserMessageEvent,
@@ -98,12 +99,10 @@ _BOOKKEEPING_KEYS = ("internal_chat_message_metadata_passthrough",)
 """Keys Codex stores in rollout items but strips before sending them (requests/*.json)."""
 
 
-def _shows(event: Event) -> TypeGuard[UserMessageEvent | AssistantMessageEvent | ToolResultEvent]:
+def _shows(event: Event) -> TypeGuard[SurfaceEvent]:
     """Whether ``event`` is on the surface: a surface event appended or replacing
     (this adapter makes no hidden ones)."""
-    return isinstance(event, UserMessageEvent | AssistantMessageEvent | ToolResultEvent) and (
-        event.surface is None or event.surface.op == "replace"
-    )
+    return is_surface_event(event) and (event.surface is None or event.surface.op == "replace")
 
 
 def turn_settings(payload: Mapping[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.openai_responses import render_request
-from tests.e2e._support import runner
+from tests.e2e._support import comparable_item, runner
 from universal_event.events import (
     AssistantMessageEvent,
     Event,
@@ -51,28 +51,12 @@ def _conversation(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if item.get("role") == "user" and isinstance(content, list):
             if content[0].get("text", "").startswith("<environment_context>"):
                 continue
-        out.append(_comparable(item))
+        out.append(comparable_item(item))
     return out
 
 
-def _comparable(item: dict[str, Any]) -> dict[str, Any]:
-    """Named wire differences that carry no history (as test_codex_resume names them):
-    ``status``, Codex's own ids on user messages and tool outputs, ``content: null`` on
-    reasoning, a user message's text as a list of parts."""
-    item = {k: v for k, v in item.items() if k != "status" and v is not None}
-    if item.get("type") == "function_call_output":
-        assert str(item.pop("id", "fco_")).startswith("fco_")
-    if item.get("role") == "user":
-        item.pop("id", None)
-        item.pop("type", None)
-        content = item["content"]
-        if isinstance(content, list):
-            item["content"] = "".join(part["text"] for part in content)
-    return item
-
-
 def _rendered(history: list[Message]) -> list[dict[str, Any]]:
-    return [_comparable(item) for item in render_request(history, HEADER)["input"]]
+    return [comparable_item(item) for item in render_request(history, HEADER)["input"]]
 
 
 def _streamed(events: list[Event]) -> tuple[AssistantMessageEvent, list[ToolResultEvent]]:

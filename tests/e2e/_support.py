@@ -187,6 +187,23 @@ def claude_sent_results(request: RecordedRequest) -> dict[str, tuple[str, bool]]
     return out
 
 
+def comparable_item(item: dict[str, Any]) -> dict[str, Any]:
+    """Named wire differences that carry no history: Codex puts ``status`` on the items
+    and ids of its own making on user messages (``msg_<uuid>``) and tool outputs
+    (``fco_<uuid>``), keeps ``content: null`` on reasoning; the renderer writes a user
+    message's text as a plain string."""
+    item = {k: v for k, v in item.items() if k != "status" and v is not None}
+    if item.get("type") == "function_call_output":
+        assert str(item.pop("id", "fco_")).startswith("fco_")
+    if item.get("role") == "user":
+        item.pop("id", None)
+        item.pop("type", None)
+        content = item["content"]
+        if isinstance(content, list):
+            item["content"] = "".join(part["text"] for part in content)
+    return item
+
+
 def codex_sent_results(request: RecordedRequest) -> dict[str, str]:
     """call_id → the ``output`` of every function_call_output of a request, exactly.
 

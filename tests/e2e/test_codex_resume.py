@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from adapters.openai_responses import render_request
-from tests.e2e._support import codex_sent_results, command_output, of_type, runner
+from tests.e2e._support import (
+    codex_sent_results,
+    command_output,
+    comparable_item,
+    of_type,
+    runner,
+)
 from universal_event.events import (
     AssistantMessageEvent,
     RequestHeaderEvent,
@@ -46,23 +52,6 @@ def _conversation(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 continue
         out.append(item)
     return out
-
-
-def _comparable(item: dict[str, Any]) -> dict[str, Any]:
-    """Named wire differences that carry no history: Codex puts ``status`` on the items
-    and ids of its own making on user messages (``msg_<uuid>``) and tool outputs
-    (``fco_<uuid>``), keeps ``content: null`` on reasoning; the renderer writes a user
-    message's text as a plain string."""
-    item = {k: v for k, v in item.items() if k != "status" and v is not None}
-    if item.get("type") == "function_call_output":
-        assert str(item.pop("id", "fco_")).startswith("fco_")
-    if item.get("role") == "user":
-        item.pop("id", None)
-        item.pop("type", None)
-        content = item["content"]
-        if isinstance(content, list):
-            item["content"] = "".join(part["text"] for part in content)
-    return item
 
 
 def test_resumed_thread_history_is_what_codex_sent(tmp_path: Path) -> None:
@@ -102,5 +91,5 @@ def test_resumed_thread_history_is_what_codex_sent(tmp_path: Path) -> None:
     )
     rendered = render_request(history, header)["input"]
     sent_input = _conversation(opening.body["input"])[: len(rendered)]
-    assert [_comparable(i) for i in rendered] == [_comparable(i) for i in sent_input]
+    assert [comparable_item(i) for i in rendered] == [comparable_item(i) for i in sent_input]
     assert [i["type"] for i in rendered if "type" in i].count("reasoning") == 2

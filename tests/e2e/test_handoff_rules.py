@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests._history import add_assistant, add_user, started_log
 from tests.e2e._support import (
     need,
     of_type,
@@ -22,10 +23,7 @@ from tests.e2e._support import (
     validate_responses_input,
 )
 from universal_event.events import (
-    AssistantMessageEvent,
-    SessionStartEvent,
     ToolResultEvent,
-    UserMessageEvent,
     WarningEvent,
 )
 from universal_event.fake_models import FakeModelServer, Reply
@@ -46,22 +44,6 @@ CLAUDE_ORIGIN = Provenance(provider="anthropic", api="messages", model=CLAUDE)
 CODEX_ORIGIN = Provenance(provider="openai", api="responses", model=DEFAULT_MODELS["codex"])
 SIGNATURE = "ZmFrZS1zaWduYXR1cmU=" * 4
 MARK = {"type": "ephemeral"}
-
-
-def _log(runtime: str) -> SessionLog:
-    log = SessionLog()
-    log.append(SessionStartEvent(runtime=runtime, native_session_id="native-before"))
-    return log
-
-
-def _user(log: SessionLog, *parts: Any, **fields: Any) -> None:
-    content = [TextPart(text=p) if isinstance(p, str) else p for p in parts]
-    log.append(UserMessageEvent(content=content, **fields))
-
-
-def _assistant(log: SessionLog, origin: Provenance, *parts: Any) -> None:
-    content = [TextPart(text=p) if isinstance(p, str) else p for p in parts]
-    log.append(AssistantMessageEvent(content=content, provenance=origin))
 
 
 def _result(log: SessionLog, call_id: str, *parts: Any) -> None:
@@ -91,9 +73,9 @@ def test_same_model_thinking_handed_to_claude_code_reaches_the_model(tmp_path: P
     """Claude's own signed thinking, kept by the renderer for the same model, is in
     the request Claude Code sends after the hand-off, where the renderer put it."""
     need("claude-code")
-    log = _log("codex")
-    _user(log, "Compute 1+1 with bc")
-    _assistant(
+    log = started_log("codex")
+    add_user(log, "Compute 1+1 with bc")
+    add_assistant(
         log,
         CLAUDE_ORIGIN,
         ThinkingPart(text="THOUGHT-1 run bc", signature=SIGNATURE),
@@ -101,9 +83,11 @@ def test_same_model_thinking_handed_to_claude_code_reaches_the_model(tmp_path: P
         ToolCallPart(id="toolu_01A", name="Bash", arguments={"command": "echo 1+1 | bc"}),
     )
     _result(log, "toolu_01A", "2")
-    _assistant(log, CLAUDE_ORIGIN, ThinkingPart(text="THOUGHT-2", signature=SIGNATURE), "It is 2.")
-    _user(log, "And in Codex?")
-    _assistant(log, CODEX_ORIGIN, "From Codex.")
+    add_assistant(
+        log, CLAUDE_ORIGIN, ThinkingPart(text="THOUGHT-2", signature=SIGNATURE), "It is 2."
+    )
+    add_user(log, "And in Codex?")
+    add_assistant(log, CODEX_ORIGIN, "From Codex.")
     with FakeModelServer([Reply(text="Back in Claude Code.")]) as server:
         claude = runner("claude-code", server.url, tmp_path)
         resume, handed = prepare(log, claude)
@@ -121,9 +105,9 @@ def test_a_claude_code_handoff_leaves_room_for_claude_codes_cache_marks(tmp_path
     """An Anthropic-API history with four ``cache_control`` marks: Claude Code's
     request carries only its own (the Messages API takes at most four)."""
     need("claude-code")
-    log = _log("codex")
-    _user(log, TextPart(text="long document " * 50, cache_control=MARK))
-    _assistant(
+    log = started_log("codex")
+    add_user(log, TextPart(text="long document " * 50, cache_control=MARK))
+    add_assistant(
         log,
         CLAUDE_ORIGIN,
         TextPart(text="a1", cache_control=MARK),
@@ -132,9 +116,9 @@ def test_a_claude_code_handoff_leaves_room_for_claude_codes_cache_marks(tmp_path
     log.append(
         ToolResultEvent(call_id="toolu_1", content=[TextPart(text="out")], cache_control=MARK)
     )
-    _assistant(log, CLAUDE_ORIGIN, "a2")
-    _user(log, TextPart(text="q2", cache_control=MARK))
-    _assistant(log, CLAUDE_ORIGIN, "a3")
+    add_assistant(log, CLAUDE_ORIGIN, "a2")
+    add_user(log, TextPart(text="q2", cache_control=MARK))
+    add_assistant(log, CLAUDE_ORIGIN, "a3")
     with FakeModelServer([Reply(text="ok"), Reply(text="ok again")]) as server:
         claude = runner("claude-code", server.url, tmp_path)
         resume, handed = prepare(log, claude)
@@ -163,13 +147,13 @@ def test_every_message_handed_to_codex_reaches_the_model(tmp_path: Path) -> None
     ``system`` message, an image by URL and a Codex refusal: each message, its text and
     its tool output reach the model, each rewritten part named by a logged warning."""
     need("codex")
-    log = _log("claude-code")
-    _user(
+    log = started_log("claude-code")
+    add_user(
         log,
         "MARK-U1 read the attached pdf",
         DocumentPart(data=PDF, media_type="application/pdf", filename="a.pdf"),
     )
-    _assistant(
+    add_assistant(
         log,
         CLAUDE_ORIGIN,
         "MARK-A1 reading it",
@@ -181,19 +165,19 @@ def test_every_message_handed_to_codex_reaches_the_model(tmp_path: Path) -> None
         "MARK-R1 second pdf:",
         DocumentPart(data=PDF, media_type="application/pdf"),
     )
-    _assistant(log, CLAUDE_ORIGIN, "MARK-A2 both read")
-    _user(log, "MARK-S1 be brief from now on", instruction_role="system")
-    _assistant(log, CLAUDE_ORIGIN, "MARK-A3 ok")
-    _user(
+    add_assistant(log, CLAUDE_ORIGIN, "MARK-A2 both read")
+    add_user(log, "MARK-S1 be brief from now on", instruction_role="system")
+    add_assistant(log, CLAUDE_ORIGIN, "MARK-A3 ok")
+    add_user(
         log,
         "MARK-U2 and this picture and these notes",
         ImagePart(url="https://example.com/cat.png"),
         DocumentPart(data=NOTES, media_type="text/plain", filename="notes.txt"),
     )
-    _assistant(log, CLAUDE_ORIGIN, "MARK-A4 nice cat")
-    _user(log, "MARK-U3 now something else")
+    add_assistant(log, CLAUDE_ORIGIN, "MARK-A4 nice cat")
+    add_user(log, "MARK-U3 now something else")
     # Codex's own refusal, replayed to it natively (as a `refusal` part)
-    _assistant(
+    add_assistant(
         log, CODEX_ORIGIN, RefusalPart(text="MARK-F1 I can't help with that", item_id="msg_f1")
     )
     with FakeModelServer([Reply(text="Picked it up.")]) as server:

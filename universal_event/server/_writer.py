@@ -278,8 +278,8 @@ class SessionWriters:
 
         for event in events:
             surface = getattr(event, "surface", None)
-            resolved = resolve_surface_ids(surface, seq_of, event.id)
-            if resolved is not surface:  # a range named by ids: stored by seqs
+            if surface is not None and surface.by_ids:  # a range named by ids: stored by seqs
+                resolved = resolve_surface_ids(surface, seq_of, event.id)
                 event = msgspec.structs.replace(event, surface=resolved)
             earlier = state.ids.get(event.id)
             if earlier is None:
