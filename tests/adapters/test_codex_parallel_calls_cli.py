@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.openai_responses import render_request
-from tests.e2e._support import comparable_item, runner
+from tests.e2e._support import codex_conversation, comparable_item, runner
 from universal_event.events import (
     AssistantMessageEvent,
     Event,
@@ -41,18 +41,7 @@ HEADER = RequestHeaderEvent(
 
 
 def _conversation(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A request's ``input`` without Codex's own additions (named): its ``developer``
-    messages and the ``<environment_context>`` user message before a prompt."""
-    out = []
-    for item in items:
-        if item.get("role") == "developer":
-            continue
-        content = item.get("content")
-        if item.get("role") == "user" and isinstance(content, list):
-            if content[0].get("text", "").startswith("<environment_context>"):
-                continue
-        out.append(comparable_item(item))
-    return out
+    return [comparable_item(item) for item in codex_conversation(items)]
 
 
 def _rendered(history: list[Message]) -> list[dict[str, Any]]:

@@ -187,6 +187,21 @@ def claude_sent_results(request: RecordedRequest) -> dict[str, tuple[str, bool]]
     return out
 
 
+def codex_conversation(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A request's ``input`` without Codex's own additions (named): its ``developer``
+    messages and the ``<environment_context>`` user message it puts before a prompt."""
+    out = []
+    for item in items:
+        if item.get("role") == "developer":
+            continue
+        content = item.get("content")
+        if item.get("role") == "user" and isinstance(content, list):
+            if content[0].get("text", "").startswith("<environment_context>"):
+                continue
+        out.append(item)
+    return out
+
+
 def comparable_item(item: dict[str, Any]) -> dict[str, Any]:
     """Named wire differences that carry no history: Codex puts ``status`` on the items
     and ids of its own making on user messages (``msg_<uuid>``) and tool outputs

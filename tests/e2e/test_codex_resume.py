@@ -10,10 +10,10 @@ for the same model — is exactly the ``input`` Codex sends in its next request,
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from adapters.openai_responses import render_request
 from tests.e2e._support import (
+    codex_conversation,
     codex_sent_results,
     command_output,
     comparable_item,
@@ -37,21 +37,6 @@ STEPS = [
     Reply(text="It is 4."),
     Reply(text="Both done."),
 ]
-
-
-def _conversation(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A request's ``input`` without Codex's own additions (named): its ``developer``
-    messages and the ``<environment_context>`` user message it puts before a prompt."""
-    out = []
-    for item in items:
-        if item.get("role") == "developer":
-            continue
-        content = item.get("content")
-        if item.get("role") == "user" and isinstance(content, list):
-            if content[0].get("text", "").startswith("<environment_context>"):
-                continue
-        out.append(item)
-    return out
 
 
 def test_resumed_thread_history_is_what_codex_sent(tmp_path: Path) -> None:
@@ -90,6 +75,6 @@ def test_resumed_thread_history_is_what_codex_sent(tmp_path: Path) -> None:
         provider="openai", api="responses", model="gpt-5.5", sampling={"store": False}
     )
     rendered = render_request(history, header)["input"]
-    sent_input = _conversation(opening.body["input"])[: len(rendered)]
+    sent_input = codex_conversation(opening.body["input"])[: len(rendered)]
     assert [comparable_item(i) for i in rendered] == [comparable_item(i) for i in sent_input]
     assert [i["type"] for i in rendered if "type" in i].count("reasoning") == 2
