@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -201,3 +202,46 @@ def test_a_compaction_in_a_run_replaces_all_but_what_it_preserved(tmp_path: Path
     # Without the transcript the assistant message is not known as preserved.
     assert _compaction_log(["a1"], None) == ["summary", "q2"]
     assert _compaction_log(["a1"], tmp_path / "missing.jsonl") == ["summary", "q2"]
+
+
+def _codex_compacted_turn(replacements: list[list[str]], after: list[str]) -> list[str]:
+    """The history after reconciling a turn whose rollout holds compactions, each
+    followed by its replacement history (user texts), then ``after`` (assistant texts)."""
+    from universal_event.events import AssistantMessageEvent, NativeUnknownEvent, Source
+    from universal_event.events import UserMessageEvent as User
+    from universal_event.parts import TextPart
+    from universal_event.runtimes import reconcile_codex_turn
+
+    def said(kind: type[Any], text: str) -> Any:
+        return kind(content=[TextPart(text=text)], turn_id="t2", source=Source(runtime="codex"))
+
+    log = SessionLog()
+    logged = log.extend(
+        [said(User, "q1"), said(AssistantMessageEvent, "r1"), said(User, "q2")]
+        + [said(AssistantMessageEvent, text) for text in after]
+    )
+    rollout: list[Any] = [said(AssistantMessageEvent, "compaction's own reply")]
+    for kept in replacements:
+        rollout.append(NativeUnknownEvent(native_type="compacted", runtime="codex", turn_id="t2"))
+        rollout += [said(User, text) for text in kept]
+    rollout += [said(AssistantMessageEvent, text) for text in after]
+    corrected = reconcile_codex_turn(log, logged, rollout)
+    assert all(e.source is not None and e.source.native_type == "rollout" for e in corrected)
+    assert [e.seq for e in log.events()[: len(logged)]] == [e.seq for e in logged]  # kept
+    return [m.content[0].text for m in log.derive_messages()]  # type: ignore[union-attr]
+
+
+def test_a_codex_turn_compacted_takes_the_rollout_from_its_last_compaction() -> None:
+    assert _codex_compacted_turn([["q1", "q2", "summary"]], ["after"]) == [
+        "q1",
+        "q2",
+        "summary",
+        "after",
+    ]
+    assert _codex_compacted_turn([["q1", "summary"], ["summary 2"]], ["a", "b"]) == [
+        "summary 2",
+        "a",
+        "b",
+    ]
+    # A compaction that kept nothing, with nothing after it: the turn is left as logged.
+    assert _codex_compacted_turn([[]], []) == ["q1", "r1", "q2"]

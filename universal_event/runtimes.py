@@ -49,6 +49,7 @@ from typing import Any
 
 import msgspec
 
+from universal_event.derive import is_surface_event
 from universal_event.errors import (
     RuntimeNotFoundError,
     RuntimeStartError,
@@ -64,6 +65,7 @@ from universal_event.events import (
     SessionStartEvent,
     Source,
     Surface,
+    SurfaceEvent,
     ToolResultEvent,
     TurnEndEvent,
     UserMessageEvent,
@@ -768,7 +770,9 @@ class CodexRunner:
     afterwards (:meth:`reconcile`). ``timeout`` bounds the run in seconds (None:
     unbounded; on expiry the turn is interrupted, the app-server killed if it does not
     end); ``cli_path`` is the binary (default: the bundled one, else ``codex`` on
-    ``PATH``).
+    ``PATH``); ``auto_compact_token_limit`` sets Codex's
+    ``model_auto_compact_token_limit`` (None: Codex's default for the model): past it,
+    Codex compacts the thread, inside a turn too (see :func:`reconcile_codex_turn`).
     """
 
     base_url: str
@@ -782,17 +786,20 @@ class CodexRunner:
     kill_when: NativePredicate | None = None
     timeout: float | None = DEFAULT_TIMEOUT
     cli_path: Path | None = None
+    auto_compact_token_limit: int | None = None
 
     runtime = "codex"
 
     def write_config(self) -> Path:
         self.codex_home.mkdir(parents=True, exist_ok=True)
         path = self.codex_home / "config.toml"
-        path.write_text(
-            CODEX_CONFIG_TEMPLATE.format(
-                model=self.model, base_url=self.base_url, retries=self.max_retries
-            )
+        config = CODEX_CONFIG_TEMPLATE.format(
+            model=self.model, base_url=self.base_url, retries=self.max_retries
         )
+        if self.auto_compact_token_limit is not None:  # a top-level key: before the tables
+            limit = int(self.auto_compact_token_limit)
+            config = f"model_auto_compact_token_limit = {limit}\n" + config
+        path.write_text(config)
         return path
 
     def env(self) -> dict[str, str]:
@@ -954,7 +961,8 @@ def codex_rollout_path(codex_home: Path, thread_id: str) -> Path | None:
 def codex_rollout_turn(
     codex_home: Path, thread_id: str, turn_id: str, *, wait: float = 5.0
 ) -> list[Event] | None:
-    """The ``assistant/message`` and ``tool/result`` events of one turn of a rollout.
+    """The events of one turn of a rollout, as :class:`~adapters.codex.CodexRolloutAdapter`
+    imports them.
 
     Codex appends to the rollout as the turn goes and may still be writing its end when
     ``turn/completed`` arrives: the file is read again (up to ``wait`` seconds) until it
@@ -968,12 +976,7 @@ def codex_rollout_turn(
         if path is not None:
             events = CodexRolloutAdapter().feed(path.read_bytes())
             if any(isinstance(e, TurnEndEvent) and e.turn_id == turn_id for e in events):
-                return [
-                    e
-                    for e in events
-                    if e.turn_id == turn_id
-                    and isinstance(e, AssistantMessageEvent | ToolResultEvent)
-                ]
+                return [e for e in events if e.turn_id == turn_id]
         if time.monotonic() >= deadline:
             return None
         time.sleep(0.05)
@@ -984,8 +987,9 @@ def reconcile_codex_turn(
 ) -> list[Event]:
     """Correct the turn's logged messages and results to the rollout's; the corrections.
 
-    ``logged`` are the events the live run logged, ``rollout`` the same turn's
-    ``assistant/message`` / ``tool/result`` events from the rollout. Messages are paired
+    ``logged`` are the events the live run logged, ``rollout`` the same turn's events
+    from the rollout (:func:`codex_rollout_turn`). A turn Codex compacted is taken from
+    the rollout whole (:func:`_adopt_compaction`). Otherwise messages are paired
     in order, results by call id within each run of results: a resumed thread streams a
     response's results in the order its commands ran, the rollout holds them in the
     model's order. When the two do not pair (a turn cut mid-message), nothing is
@@ -993,6 +997,10 @@ def reconcile_codex_turn(
     (content, provenance; a result's content or place) gets a replacement on the
     surface: the rollout's content, the live event's own status, exit code and details.
     """
+    compacted = _after_last_compaction(rollout)
+    if compacted is not None:
+        return _adopt_compaction(log, compacted)
+    rollout = [e for e in rollout if isinstance(e, AssistantMessageEvent | ToolResultEvent)]
     turn_id = rollout[0].turn_id if rollout else None
     on_surface = set(log.surface_seqs())
     live = [
@@ -1023,6 +1031,58 @@ def reconcile_codex_turn(
     return corrected
 
 
+def _after_last_compaction(rollout: Sequence[Event]) -> list[SurfaceEvent] | None:
+    """The surface events of the turn after its last compaction (the ``compacted`` line,
+    which :class:`~adapters.codex.CodexRolloutAdapter` keeps as a native/unknown event):
+    the replacement history, then what the turn sent after it. None: no compaction."""
+    marks = [
+        index
+        for index, event in enumerate(rollout)
+        if type(event) is NativeUnknownEvent and event.native_type == "compacted"
+    ]
+    if not marks:
+        return None
+    return [e for e in rollout[marks[-1] + 1 :] if is_surface_event(e)]
+
+
+def _adopt_compaction(log: SessionLog, compacted: Sequence[SurfaceEvent]) -> list[Event]:
+    """Make the surface what Codex sends after compacting inside a turn (automatically,
+    past ``model_auto_compact_token_limit``).
+
+    The live stream shows a compaction only as a ``contextCompaction`` item: not the
+    history that replaces the conversation (the user messages kept and the summary, in
+    the ``compacted`` line's ``replacement_history``). From the compaction on, the
+    rollout holds exactly what Codex sent, so everything on the surface is replaced by
+    the rollout's events from there: the first takes the range, the rest follow. The
+    live events stay in the log, off the surface.
+    """
+    copies = [_rollout_copy(event) for event in compacted]
+    if not copies:  # nothing kept: nothing to put in the surface's place
+        return []
+    shown = log.surface_seqs()
+    first, rest = copies[0], copies[1:]
+    adopted: list[Event] = [log.replace(shown[0], shown[-1], first) if shown else log.append(first)]
+    adopted.extend(log.append(event) for event in rest)
+    return adopted
+
+
+def _rollout_copy(event: SurfaceEvent) -> SurfaceEvent:
+    """A rollout event, as a new event of the log (its own envelope, no intent)."""
+    source = _rollout_source(event)
+    return msgspec.structs.replace(
+        event, id="", seq=-1, ts=0.0, session_id="", source=source, surface=None
+    )
+
+
+def _rollout_source(sent: Event) -> Source:
+    return Source(
+        runtime="codex",
+        native_type="rollout",
+        native_id=sent.source.native_id if sent.source else None,
+        model=sent.source.model if sent.source else None,
+    )
+
+
 def _turn_shape(events: Sequence[Event]) -> list[Any]:
     """A turn's messages in order, each run of results as its call ids (any order)."""
     shape: list[Any] = []
@@ -1041,13 +1101,13 @@ def _corrected(
 ) -> AssistantMessageEvent | ToolResultEvent | None:
     """The streamed event with what the rollout says was sent, or None when they agree
     (``moved``: a result that goes in another's place is replaced all the same)."""
-    source = Source(
-        runtime="codex",
-        native_type="rollout",
-        native_id=sent.source.native_id if sent.source else None,
-        model=sent.source.model if sent.source else None,
-    )
-    envelope = {"id": "", "seq": -1, "ts": 0.0, "source": source, "surface": None}
+    envelope = {
+        "id": "",
+        "seq": -1,
+        "ts": 0.0,
+        "source": _rollout_source(sent),
+        "surface": None,
+    }
     if isinstance(streamed, AssistantMessageEvent) and isinstance(sent, AssistantMessageEvent):
         provenance = sent.provenance or streamed.provenance
         if (streamed.content, streamed.provenance) == (sent.content, provenance):
