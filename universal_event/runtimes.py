@@ -42,10 +42,10 @@ import signal
 import threading
 import time
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -68,6 +68,8 @@ from universal_event.events import (
     SurfaceEvent,
     ToolResultEvent,
     TurnEndEvent,
+    TurnStartEvent,
+    UsageEvent,
     UserMessageEvent,
     WarningEvent,
 )
@@ -824,6 +826,11 @@ class CodexRunner:
 
         A thread that cannot be started or resumed (``resume`` gone) logs nothing of the
         prompt: ``status`` ``failed``, ``error`` a :class:`RuntimeStartError`.
+
+        ``/compact`` on a resumed thread compacts it, as the prompt does in Claude Code
+        (the app-server has no slash commands: it is ``thread/compact/start``). Codex runs
+        the compaction as a turn of its own; the history after it is the rollout's
+        replacement history (:func:`reconcile_codex_turn`).
         """
         from openai_codex import Codex, CodexConfig
         from openai_codex.api import Thread
@@ -883,6 +890,15 @@ class CodexRunner:
                 run_log.extend(
                     adapter.feed({"method": "thread/started", "params": {"thread": thread_info}})
                 )
+                if resume is not None and prompt.strip() == _COMPACT_PROMPT:
+                    try:
+                        self._compact(client, started.thread.id, adapter, run_log, result)
+                    except Exception as exc:  # the app-server died, or refused
+                        result.error = exc
+                    watchdog.stop()
+                    if not watchdog.killed:
+                        self.reconcile(log, run_log, result)
+                    return result
                 try:
                     handle = Thread(client, started.thread.id).turn(prompt)
                 except CodexError as exc:
@@ -920,6 +936,31 @@ class CodexRunner:
         result.status = _turn_status(result.events)
         return result
 
+    def _compact(
+        self, client: Any, thread_id: str, adapter: Any, run_log: _RunLog, result: RunResult
+    ) -> None:
+        """``/compact``: compact the thread and log the compaction's turn.
+
+        Codex runs the compaction as a turn of its own, without a ``turn/start``: the SDK
+        keeps such a turn's notifications for a consumer that asks for it by id, and the
+        id is not given. The thread's own notifications are logged until it is idle
+        again; the turn (its start and end, the ``compacted`` line, the compaction
+        request's usage) comes from the rollout, which :meth:`reconcile` then takes the
+        history from.
+        """
+        from adapters._tap import tap
+
+        known = _rollout_turn_ids(self.codex_home, thread_id)
+        client.thread_compact(thread_id)
+        for notification in tap(_until_idle(client, thread_id), adapter, run_log):
+            result.native.append(notification)
+            if self.on_native is not None:
+                self.on_native(notification)
+        turn = _new_rollout_turn(self.codex_home, thread_id, known)
+        if turn is not None:
+            run_log.extend(_rollout_copy(e) for e in turn if _of_compaction_turn(e))
+            run_log.checkpoint()
+
     def reconcile(self, log: SessionLog, run_log: _RunLog, result: RunResult) -> None:
         """Make the turn's logged history what Codex sent the model (its rollout file).
 
@@ -950,6 +991,66 @@ class CodexRunner:
                 for event in corrected:
                     run_log.on_event(event)
             log.checkpoint()
+
+
+EventT = TypeVar("EventT", bound=EventBase)
+
+_COMPACT_PROMPT = "/compact"
+"""The prompt that compacts a session instead of sending a message: Claude Code's
+slash command, which the Codex runner takes too."""
+
+
+def _until_idle(client: Any, thread_id: str) -> Iterator[Any]:
+    """The client's unscoped notifications until thread ``thread_id`` was active and is
+    idle again (``thread/status/changed``)."""
+    active = False
+    while True:
+        notification = client.next_notification()
+        yield notification
+        payload = notification.payload
+        if notification.method != "thread/status/changed" or payload.thread_id != thread_id:
+            continue
+        status = getattr(payload.status, "root", payload.status)
+        if getattr(status, "type", None) == "active":
+            active = True
+        elif active and getattr(status, "type", None) == "idle":
+            return
+
+
+def _of_compaction_turn(event: Event) -> bool:
+    """What a compaction's turn logs from the rollout: its start and end, the request's
+    usage and the ``compacted`` line (the history comes by :meth:`CodexRunner.reconcile`)."""
+    if type(event) is NativeUnknownEvent:
+        return event.native_type == "compacted"
+    return isinstance(event, TurnStartEvent | TurnEndEvent | UsageEvent)
+
+
+def _rollout_turn_ids(codex_home: Path, thread_id: str) -> set[str]:
+    """The ids of the turns the thread's rollout holds so far."""
+    from adapters.codex import CodexRolloutAdapter
+
+    path = codex_rollout_path(codex_home, thread_id)
+    if path is None:
+        return set()
+    events = CodexRolloutAdapter().feed(path.read_bytes())
+    return {e.turn_id for e in events if isinstance(e, TurnStartEvent) and e.turn_id}
+
+
+def _new_rollout_turn(
+    codex_home: Path, thread_id: str, known: set[str], *, wait: float = 5.0
+) -> list[Event] | None:
+    """The events of the first turn of the rollout not in ``known``, once it has ended
+    (read again, up to ``wait`` seconds, as :func:`codex_rollout_turn` does)."""
+    deadline = time.monotonic() + wait
+    while True:
+        new = sorted(_rollout_turn_ids(codex_home, thread_id) - known)
+        if new:
+            turn = codex_rollout_turn(codex_home, thread_id, new[0], wait=0)
+            if turn is not None:
+                return turn
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.05)
 
 
 def codex_rollout_path(codex_home: Path, thread_id: str) -> Path | None:
@@ -1066,15 +1167,16 @@ def _adopt_compaction(log: SessionLog, compacted: Sequence[SurfaceEvent]) -> lis
     return adopted
 
 
-def _rollout_copy(event: SurfaceEvent) -> SurfaceEvent:
+def _rollout_copy(event: EventT) -> EventT:
     """A rollout event, as a new event of the log (its own envelope, no intent)."""
-    source = _rollout_source(event)
-    return msgspec.structs.replace(
-        event, id="", seq=-1, ts=0.0, session_id="", source=source, surface=None
-    )
+    changes: dict[str, Any] = {"id": "", "seq": -1, "ts": 0.0, "session_id": ""}
+    changes["source"] = _rollout_source(event)
+    if is_surface_event(event):
+        changes["surface"] = None
+    return msgspec.structs.replace(event, **changes)
 
 
-def _rollout_source(sent: Event) -> Source:
+def _rollout_source(sent: EventBase) -> Source:
     return Source(
         runtime="codex",
         native_type="rollout",

@@ -77,3 +77,42 @@ def test_a_turn_codex_compacted_is_logged_as_codex_sends_it_next(tmp_path: Path)
     sent = codex_conversation(next_turn.body["input"])
     assert [comparable_item(i) for i in rendered] == [comparable_item(i) for i in sent[:-1]]
     assert comparable_item(sent[-1])["content"] == "Third question"
+
+
+MANUAL_STEPS = [
+    Reply(thinking="Plan bc.", text="Running it.", calls=[ShellCall("echo 1+1 | bc")]),
+    Reply(text="It is 2."),
+    Reply(text=SUMMARY),  # the compaction request
+    Reply(text="Turn three done."),
+]
+
+
+def test_compact_as_a_prompt_compacts_a_codex_thread_as_in_claude_code(tmp_path: Path) -> None:
+    """``run(log, "/compact", resume=...)``: Codex compacts the thread (a turn of its own,
+    ``thread/compact/start``); the history after it is what Codex sends next."""
+    log = SessionLog()
+    with FakeModelServer(MANUAL_STEPS) as server:
+        codex = runner("codex", server.url, tmp_path)
+        first = codex.run(log, "Use the shell to compute 1+1 with bc")
+        assert first.status == "completed", first.error
+        thread = first.native_session_id
+        compacted = codex.run(log, " /compact\n", resume=thread)
+        assert compacted.status == "completed", compacted.error
+        history = log.derive_messages()
+        third = codex.run(log, "Third question", resume=thread)
+        assert third.status == "completed", third.error
+        requests = server.model_requests()
+    assert len(requests) == 4
+    assert "Running it." in str(requests[2].body["input"])  # the compaction request
+    assert not [e for e in compacted.events if "/compact" in str(getattr(e, "content", ""))]
+    assert not of_type(log.events(), WarningEvent)
+    texts = [p.text for m in history for p in m.content if isinstance(p, TextPart)]
+    assert "It is 2." not in texts and any(SUMMARY in text for text in texts)
+
+    header = RequestHeaderEvent(
+        provider="openai", api="responses", model="gpt-5.5", sampling={"store": False}
+    )
+    rendered = render_request(history, header)["input"]
+    sent = codex_conversation(requests[3].body["input"])
+    assert [comparable_item(i) for i in rendered] == [comparable_item(i) for i in sent[:-1]]
+    assert comparable_item(sent[-1])["content"] == "Third question"
