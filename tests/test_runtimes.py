@@ -245,3 +245,71 @@ def test_a_codex_turn_compacted_takes_the_rollout_from_its_last_compaction() -> 
     ]
     # A compaction that kept nothing, with nothing after it: the turn is left as logged.
     assert _codex_compacted_turn([[]], []) == ["q1", "r1", "q2"]
+
+
+def _user_entry(content: Any, prompt_id: str = "p2") -> str:
+    import json
+
+    return json.dumps(
+        {"type": "user", "promptId": prompt_id, "message": {"role": "user", "content": content}}
+    )
+
+
+CAVEAT = "<local-command-caveat>The command below was run directly</local-command-caveat>"
+NAME = "<command-name>/cost</command-name>"
+
+
+@pytest.mark.parametrize(
+    ("lines", "texts"),
+    [
+        ([_user_entry(CAVEAT), _user_entry(NAME), _user_entry("<local-command-stdout>")], None),
+        ([_user_entry(CAVEAT), _user_entry(NAME)], [CAVEAT, NAME]),
+        ([_user_entry(NAME)], [NAME]),
+        # the caveat of another prompt is not this command's
+        ([_user_entry(CAVEAT, "p1"), _user_entry(NAME)], [NAME]),
+        # the last command entry is a caveat without its name: nothing
+        ([_user_entry(CAVEAT), _user_entry(NAME), _user_entry(CAVEAT, "p3")], []),
+        ([_user_entry([{"type": "text", "text": NAME}]), "[1]", "not json"], []),
+        ([], []),
+    ],
+)
+def test_a_local_command_is_logged_as_the_transcript_holds_it(
+    tmp_path: Path, lines: list[str], texts: list[str] | None
+) -> None:
+    """A run whose prompt is a local command logs the command's caveat and name from the
+    transcript in the prompt's place (``/compact`` through the real CLI: tests/e2e)."""
+    from universal_event.events import UserMessageEvent
+    from universal_event.parts import TextPart
+    from universal_event.runtimes import _command_sent
+
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("\n".join(lines) + "\n")
+    if texts is None:  # the command's output line is not one of its entries
+        texts = [CAVEAT, NAME]
+    log = SessionLog()
+    prompt = log.extend([UserMessageEvent(content=[TextPart(text="/cost")])])
+    corrected = _command_sent(log, prompt, transcript)
+    history = [p.text for m in log.derive_messages() for p in m.content]  # type: ignore[union-attr]
+    assert history == (texts or ["/cost"])
+    assert len(corrected) == bool(texts)
+    assert log.events()[0].content[0].text == "/cost"  # type: ignore[union-attr]
+    assert _command_sent(log, [], transcript) == []
+    assert _command_sent(SessionLog(), prompt, None) == []
+
+
+def test_a_local_command_takes_only_the_entries_its_run_wrote(tmp_path: Path) -> None:
+    """A command Claude Code expanded into a prompt wrote no command entries: an earlier
+    run's are not taken for its own."""
+    from universal_event.events import UserMessageEvent
+    from universal_event.parts import TextPart
+    from universal_event.runtimes import _command_sent
+
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(_user_entry(CAVEAT, "p1") + "\n" + _user_entry(NAME, "p1") + "\n")
+    start = transcript.stat().st_size
+    with transcript.open("a") as grown:
+        grown.write(_user_entry("Review the diff", "p2") + "\n")
+    log = SessionLog()
+    prompt = log.extend([UserMessageEvent(content=[TextPart(text="/review")])])
+    assert _command_sent(log, prompt, transcript, start) == []
+    assert len(_command_sent(log, prompt, transcript)) == 1  # from the start: p1's

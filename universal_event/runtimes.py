@@ -425,6 +425,16 @@ class _RunLog:
                 self.on_event(event)
         return logged
 
+    def note(self, logged: Sequence[Event]) -> None:
+        """Take in events logged past :meth:`extend` (corrections made afterwards), and
+        make them durable."""
+        if logged:
+            self.sink.extend(logged)
+            if self.on_event is not None:
+                for event in logged:
+                    self.on_event(event)
+            self.log.checkpoint()
+
     def checkpoint(self) -> int:
         return self.log.checkpoint()
 
@@ -470,26 +480,88 @@ class _ClaudeCompaction:
 
     def _message_ids(self, uuids: set[str]) -> set[str]:
         """The ``message.id`` of the transcript's entries ``uuids`` (assistant ones)."""
-        path = self._transcript()
         found: set[str] = set()
-        if path is None or not uuids:
+        if not uuids:
             return found
-        try:
-            lines = path.read_bytes().splitlines()
-        except OSError:
-            return found
-        for line in lines:
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(entry, dict) or not isinstance(entry.get("uuid"), str):
-                continue
-            message = entry.get("message")
-            if entry["uuid"] in uuids and isinstance(message, dict):
+        for entry in _transcript_entries(self._transcript()):
+            uuid, message = entry.get("uuid"), entry.get("message")
+            if isinstance(uuid, str) and uuid in uuids and isinstance(message, dict):
                 if isinstance(message.get("id"), str):
                     found.add(message["id"])
         return found
+
+
+def _command_sent(
+    log: SessionLog, prompt: Sequence[EventBase], transcript: Path | None, start: int = 0
+) -> list[Event]:
+    """Log a local command (``/compact``, ``/cost``, ...) as Claude Code sends it from
+    then on: not the prompt's text but the command's entries of the transcript (from
+    byte ``start``: what the run wrote), its caveat and its name (:func:`_command_texts`),
+    in the prompt's place on the surface. The prompt (``prompt``: the events that logged
+    it) stays in the log. Nothing when the run wrote no such entries (a command Claude
+    Code expands into a prompt)."""
+    texts = _command_texts(transcript, start)
+    logged = [e for e in prompt if isinstance(e, UserMessageEvent)]
+    if not texts or len(logged) != 1 or logged[0].seq not in log.surface_seqs():
+        return []
+    sent = UserMessageEvent(
+        content=[TextPart(text=text) for text in texts],
+        turn_id=logged[0].turn_id,
+        source=Source(runtime="claude-code", native_type="transcript"),
+    )
+    return [log.replace(logged[0].seq, logged[0].seq, sent)]
+
+
+def _transcript_entries(path: Path | None, start: int = 0) -> list[dict[str, Any]]:
+    """The JSON objects of a transcript's lines from byte ``start`` (others skipped);
+    none without it."""
+    if path is None:
+        return []
+    try:
+        with path.open("rb") as transcript:
+            transcript.seek(start)
+            lines = transcript.read().splitlines()
+    except OSError:
+        return []
+    entries = []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            entries.append(entry)
+    return entries
+
+
+def _file_size(path: Path | None) -> int:
+    """The size of the file at ``path``; 0 when there is none."""
+    try:
+        return 0 if path is None else path.stat().st_size
+    except OSError:
+        return 0
+
+
+_COMMAND_TAGS = ("<local-command-caveat>", "<command-name>")
+
+
+def _command_texts(path: Path | None, start: int = 0) -> list[str]:
+    """The texts of the last local command's caveat and name entries in a transcript
+    from byte ``start`` (user entries of one ``promptId``); none when its last such
+    entry is not a name."""
+    entries = [
+        (entry.get("promptId"), content)
+        for entry in _transcript_entries(path, start)
+        if entry.get("type") == "user"
+        and isinstance(entry.get("message"), dict)
+        and isinstance(content := entry["message"].get("content"), str)
+        and content.startswith(_COMMAND_TAGS)
+    ]
+    if not entries or not entries[-1][1].startswith("<command-name>"):
+        return []
+    prompt_id = entries[-1][0]
+    texts = [content for entry_prompt, content in entries[-2:] if entry_prompt == prompt_id]
+    return texts
 
 
 def _preserved_uuids(payload: Any) -> set[str]:
@@ -636,8 +708,9 @@ class ClaudeCodeRunner:
                     finished = True
                     return result
                 _note_switch(run_log, log, self.runtime, resume)
-                run_log.extend(adapter.user_prompt(prompt))
+                prompt_events = run_log.extend(adapter.user_prompt(prompt))
                 log.checkpoint()
+                transcript_start = _file_size(transcript())
                 prompt_logged = True
                 await client.query(prompt)
                 tapped = True
@@ -656,6 +729,8 @@ class ClaudeCodeRunner:
                     if not killed and self.kill_when and self.kill_when(message):
                         killed = True
                         _kill(_claude_pid(client))
+                if prompt.lstrip().startswith("/") and not killed:
+                    run_log.note(_command_sent(log, prompt_events, transcript(), transcript_start))
             finished = True
         except TimeoutError as exc:
             finished = True
@@ -984,13 +1059,7 @@ class CodexRunner:
         rollout = codex_rollout_turn(self.codex_home, thread_id, turn_ids[-1])
         if rollout is None:
             return
-        corrected = reconcile_codex_turn(log, result.events, rollout)
-        if corrected:
-            result.events.extend(corrected)
-            if run_log.on_event is not None:
-                for event in corrected:
-                    run_log.on_event(event)
-            log.checkpoint()
+        run_log.note(reconcile_codex_turn(log, result.events, rollout))
 
 
 EventT = TypeVar("EventT", bound=EventBase)

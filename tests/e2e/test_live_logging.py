@@ -237,8 +237,9 @@ def test_a_missing_runtime_fails_in_ci_instead_of_skipping(monkeypatch: pytest.M
 
 def test_a_claude_compaction_run_leaves_what_claude_code_sends_next(tmp_path: Any) -> None:
     """``/compact`` in a run (the real CLI): the summary replaces what came before it on
-    the surface, but the message the compaction preserved; the next request (turn
-    three's) is the oracle. The earlier turns stay in the log."""
+    the surface, but the message the compaction preserved, and the prompt gives way to
+    the command's caveat and name, as Claude Code sends them; the next request (turn
+    three's) is the oracle. The earlier turns and the prompt stay in the log."""
     from universal_event.events import UserMessageEvent
     from universal_event.parts import TextPart
 
@@ -272,8 +273,10 @@ def test_a_claude_compaction_run_leaves_what_claude_code_sends_next(tmp_path: An
         == ("assistant", "Turn two done.")
         == (sent[1]["role"], sent[1]["content"][0]["text"])
     )
-    assert texts[2:] == [
-        ("user", "/compact"),  # Claude Code: the command's caveat and name, then its output
+    assert [role for role, _ in texts[2:]] == ["user"] * 4 + ["assistant"]
+    assert texts[2][1].startswith("<local-command-caveat>")
+    assert texts[3][1].startswith("<command-name>/compact</command-name>")
+    assert texts[4:] == [
         ("user", "<local-command-stdout>Compacted </local-command-stdout>"),
         ("user", "Third question"),
         ("assistant", "Turn three after compaction."),
@@ -281,6 +284,6 @@ def test_a_claude_compaction_run_leaves_what_claude_code_sends_next(tmp_path: An
     sent_blocks = [
         block["text"].rstrip("\n") for block in sent[2]["content"] if block["type"] == "text"
     ]
-    assert sent_blocks[-2:] == [texts[3][1], "Third question"]
+    assert sent_blocks[-4:] == [text.rstrip("\n") for _, text in texts[2:6]]
     logged = [e.content[0].text for e in log.events() if isinstance(e, UserMessageEvent)]  # type: ignore[union-attr]
-    assert logged[:2] == ["First question", "Second question"]  # not lost
+    assert logged[:3] == ["First question", "Second question", "/compact"]  # not lost
