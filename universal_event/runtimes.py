@@ -560,8 +560,7 @@ def _command_texts(path: Path | None, start: int = 0) -> list[str]:
     if not entries or not entries[-1][1].startswith("<command-name>"):
         return []
     prompt_id = entries[-1][0]
-    texts = [content for entry_prompt, content in entries[-2:] if entry_prompt == prompt_id]
-    return texts
+    return [content for entry_prompt, content in entries[-2:] if entry_prompt == prompt_id]
 
 
 def _preserved_uuids(payload: Any) -> set[str]:
@@ -1096,27 +1095,45 @@ def _of_compaction_turn(event: Event) -> bool:
 
 def _rollout_turn_ids(codex_home: Path, thread_id: str) -> set[str]:
     """The ids of the turns the thread's rollout holds so far."""
-    from adapters.codex import CodexRolloutAdapter
-
-    path = codex_rollout_path(codex_home, thread_id)
-    if path is None:
-        return set()
-    events = CodexRolloutAdapter().feed(path.read_bytes())
+    events = _rollout_events(codex_home, thread_id)
     return {e.turn_id for e in events if isinstance(e, TurnStartEvent) and e.turn_id}
 
 
 def _new_rollout_turn(
     codex_home: Path, thread_id: str, known: set[str], *, wait: float = 5.0
 ) -> list[Event] | None:
-    """The events of the first turn of the rollout not in ``known``, once it has ended
-    (read again, up to ``wait`` seconds, as :func:`codex_rollout_turn` does)."""
+    """The events of the rollout's first ended turn not in ``known`` (read again, up to
+    ``wait`` seconds, as :func:`codex_rollout_turn` does)."""
+
+    def new_turn(events: list[Event]) -> str | None:
+        ended = (e.turn_id for e in events if isinstance(e, TurnEndEvent))
+        return next((turn for turn in ended if turn is not None and turn not in known), None)
+
+    return _rollout_turn(codex_home, thread_id, new_turn, wait)
+
+
+def _rollout_events(codex_home: Path, thread_id: str) -> list[Event]:
+    """The thread's rollout, imported; none when it has no rollout yet."""
+    from adapters.codex import CodexRolloutAdapter
+
+    path = codex_rollout_path(codex_home, thread_id)
+    return [] if path is None else CodexRolloutAdapter().feed(path.read_bytes())
+
+
+def _rollout_turn(
+    codex_home: Path,
+    thread_id: str,
+    ended_turn: Callable[[list[Event]], str | None],
+    wait: float,
+) -> list[Event] | None:
+    """The events of the turn ``ended_turn`` finds ended in the rollout, which is read
+    again (up to ``wait`` seconds) until it does; None when it never does."""
     deadline = time.monotonic() + wait
     while True:
-        new = sorted(_rollout_turn_ids(codex_home, thread_id) - known)
-        if new:
-            turn = codex_rollout_turn(codex_home, thread_id, new[0], wait=0)
-            if turn is not None:
-                return turn
+        events = _rollout_events(codex_home, thread_id)
+        turn_id = ended_turn(events)
+        if turn_id is not None:
+            return [e for e in events if e.turn_id == turn_id]
         if time.monotonic() >= deadline:
             return None
         time.sleep(0.05)
@@ -1138,18 +1155,12 @@ def codex_rollout_turn(
     ``turn/completed`` arrives: the file is read again (up to ``wait`` seconds) until it
     holds the turn's end. None when it never does (no file, a turn cut short).
     """
-    from adapters.codex import CodexRolloutAdapter
 
-    deadline = time.monotonic() + wait
-    while True:
-        path = codex_rollout_path(codex_home, thread_id)
-        if path is not None:
-            events = CodexRolloutAdapter().feed(path.read_bytes())
-            if any(isinstance(e, TurnEndEvent) and e.turn_id == turn_id for e in events):
-                return [e for e in events if e.turn_id == turn_id]
-        if time.monotonic() >= deadline:
-            return None
-        time.sleep(0.05)
+    def ended(events: list[Event]) -> str | None:
+        ends = any(isinstance(e, TurnEndEvent) and e.turn_id == turn_id for e in events)
+        return turn_id if ends else None
+
+    return _rollout_turn(codex_home, thread_id, ended, wait)
 
 
 def reconcile_codex_turn(
