@@ -409,8 +409,9 @@ class JsonlStore(TailByPolling, FileLiveLocks):
 
     def _read_from(self, session_id: str, handle: Any, start: int, end: int | None) -> Batches:
         """The events of an open session file (``handle`` at its start)."""
-        inode = os.fstat(handle.fileno()).st_ino
-        found = self._seek(session_id, handle, inode, max(start, 0))
+        stat = os.fstat(handle.fileno())
+        inode = stat.st_ino
+        found = self._seek(session_id, handle, stat, max(start, 0))
         if found is None:
             return
         seq, header = found
@@ -439,10 +440,10 @@ class JsonlStore(TailByPolling, FileLiveLocks):
                 self._positions[session_id] = _Position(inode, seq - 1, offset, header)
 
     def _seek(
-        self, session_id: str, handle: Any, inode: int, start: int
+        self, session_id: str, handle: Any, stat: os.stat_result, start: int
     ) -> tuple[int, bytes] | None:
-        """Position ``handle`` at the first line to read; return that line's seq and the
-        file's header line.
+        """Position ``handle`` (whose file's ``stat`` was just taken) at the first line to
+        read; return that line's seq and the file's header line.
 
         Uses the last known position when it is at or before ``start`` (tailing and
         re-reading the end of a long session stay cheap) and the file is the one it was
@@ -452,9 +453,9 @@ class JsonlStore(TailByPolling, FileLiveLocks):
         """
         with self._lock:
             known = self._positions.get(session_id)
-        if known is not None and known.inode == inode and known.seq < start:
+        if known is not None and known.inode == stat.st_ino and known.seq < start:
             fd = handle.fileno()
-            if known.offset <= os.fstat(fd).st_size and (
+            if known.offset <= stat.st_size and (
                 os.pread(fd, len(known.header), 0) == known.header
             ):
                 handle.seek(known.offset)
