@@ -46,11 +46,13 @@ class ShellCall:
 
 @dataclass(frozen=True)
 class Reply:
-    """One model response: optional thinking, optional text, optional shell calls."""
+    """One model response: optional thinking, optional text, optional shell calls;
+    ``input_tokens`` is the usage it reports (a runtime compacts past its limit)."""
 
     text: str = ""
     thinking: str = ""
     calls: Sequence[ShellCall] = ()
+    input_tokens: int = 100
 
 
 @dataclass(frozen=True)
@@ -312,23 +314,27 @@ def _chunks(text: str, size: int = 10) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
-def _usage(api: str) -> dict[str, Any]:
+def _usage(api: str, input_tokens: int = 100) -> dict[str, Any]:
     if api == "anthropic":
         return {
-            "input_tokens": 100,
+            "input_tokens": input_tokens,
             "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": 0,
             "output_tokens": 20,
         }
     if api == "responses":
         return {
-            "input_tokens": 100,
+            "input_tokens": input_tokens,
             "input_tokens_details": {"cached_tokens": 0},
             "output_tokens": 20,
             "output_tokens_details": {"reasoning_tokens": 5},
-            "total_tokens": 120,
+            "total_tokens": input_tokens + 20,
         }
-    return {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+    return {
+        "prompt_tokens": input_tokens,
+        "completion_tokens": 20,
+        "total_tokens": input_tokens + 20,
+    }
 
 
 def _sse_events(api: str, reply: Reply, model: str, tool_name: str) -> Iterator[dict[str, Any]]:
@@ -349,7 +355,7 @@ def _anthropic_events(reply: Reply, model: str, tool_name: str) -> Iterator[dict
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
-        "usage": {**_usage("anthropic"), "output_tokens": 1},
+        "usage": {**_usage("anthropic", reply.input_tokens), "output_tokens": 1},
     }
     yield {"type": "message_start", "message": message}
     index = 0
@@ -387,7 +393,7 @@ def _anthropic_events(reply: Reply, model: str, tool_name: str) -> Iterator[dict
     yield {
         "type": "message_delta",
         "delta": {"stop_reason": stop, "stop_sequence": None},
-        "usage": _usage("anthropic"),
+        "usage": _usage("anthropic", reply.input_tokens),
     }
     yield {"type": "message_stop"}
 
@@ -480,7 +486,12 @@ def _responses_events(reply: Reply, model: str, tool_name: str) -> Iterator[dict
         done = {**item, "arguments": arguments, "status": "completed"}
         yield {"type": "response.output_item.done", "output_index": position, "item": done}
         output.append(done)
-    completed = {**response, "status": "completed", "output": output, "usage": _usage("responses")}
+    completed = {
+        **response,
+        "status": "completed",
+        "output": output,
+        "usage": _usage("responses", reply.input_tokens),
+    }
     yield {"type": "response.completed", "response": completed}
 
 
@@ -513,7 +524,7 @@ def _chat_events(reply: Reply, model: str, tool_name: str) -> Iterator[dict[str,
         for piece in _chunks(arguments, 8):
             yield chunk({"tool_calls": [{"index": position, "function": {"arguments": piece}}]})
     yield chunk({}, "tool_calls" if reply.calls else "stop")
-    yield {**base, "choices": [], "usage": _usage("chat")}
+    yield {**base, "choices": [], "usage": _usage("chat", reply.input_tokens)}
 
 
 def anthropic_blocks(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -551,7 +562,7 @@ def _whole_response(api: str, reply: Reply, model: str, tool_name: str) -> dict[
         message: dict[str, Any] = dict(events[0]["message"])
         content = anthropic_blocks(events)
         message.update(content=content, stop_reason=events[-2]["delta"]["stop_reason"])
-        message["usage"] = _usage("anthropic")
+        message["usage"] = _usage("anthropic", reply.input_tokens)
         return message
     text = reply.text or None
     calls = [
@@ -580,7 +591,7 @@ def _whole_response(api: str, reply: Reply, model: str, tool_name: str) -> dict[
                 "finish_reason": "tool_calls" if calls else "stop",
             }
         ],
-        "usage": _usage("chat"),
+        "usage": _usage("chat", reply.input_tokens),
     }
 
 

@@ -33,7 +33,7 @@ from universal_event.events import (
 )
 from universal_event.fake_models import FakeModelServer, HttpError, Reply, ShellCall, Stall
 from universal_event.log import SessionLog
-from universal_event.parts import ToolCallPart
+from universal_event.parts import TextPart, ToolCallPart
 from universal_event.repair import find_open_work
 
 TOOL_TURN = [
@@ -241,7 +241,6 @@ def test_a_claude_compaction_run_leaves_what_claude_code_sends_next(tmp_path: An
     the command's caveat and name, as Claude Code sends them; the next request (turn
     three's) is the oracle. The earlier turns and the prompt stay in the log."""
     from universal_event.events import UserMessageEvent
-    from universal_event.parts import TextPart
 
     summary = "SUMMARY: two questions, both answered."
     steps = [
@@ -287,3 +286,54 @@ def test_a_claude_compaction_run_leaves_what_claude_code_sends_next(tmp_path: An
     assert sent_blocks[-4:] == [text.rstrip("\n") for _, text in texts[2:6]]
     logged = [e.content[0].text for e in log.events() if isinstance(e, UserMessageEvent)]  # type: ignore[union-attr]
     assert logged[:3] == ["First question", "Second question", "/compact"]  # not lost
+
+
+def test_an_automatic_claude_compaction_leaves_what_claude_code_sends_next(tmp_path: Any) -> None:
+    """Claude Code compacts by itself past its threshold (lowered here through its own
+    variables; the fake model reports 60k input tokens): the summary replaces what came
+    before it but the preserved message, as with ``/compact``; the next request is the
+    oracle."""
+    summary = "SUMMARY: two questions, both answered."
+    steps = [
+        Reply(text="Turn one done."),
+        Reply(text="Turn two done.", input_tokens=60_000),
+        Reply(text=summary),  # Claude Code asks for the summary twice
+        Reply(text=summary),
+        Reply(text="Turn three after compaction."),
+    ]
+    limits = {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "100000", "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "10"}
+    with FakeModelServer(steps) as server:
+        claude = runner("claude-code", server.url, tmp_path, extra_env=limits)
+        log = SessionLog()
+        native = claude.run(log, "First question").native_session_id
+        for prompt in ("Second question", "Third question"):
+            result = claude.run(log, prompt, resume=native)
+            assert result.status == "completed", result.error
+        requests = server.model_requests()
+    assert len(requests) == 5
+    boundaries = [
+        e for e in log.events() if getattr(e, "native_type", None) == "system/compact_boundary"
+    ]
+    assert len(boundaries) == 1
+
+    def texts(content: Any) -> list[str]:
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        return [
+            block["text"].rstrip("\n")
+            for block in blocks
+            if block["type"] == "text" and not block["text"].startswith("<system-reminder>")
+        ]
+
+    sent = [
+        (m["role"], text) for m in requests[-1].body["messages"] for text in texts(m["content"])
+    ]
+    derived = [
+        (str(message.__struct_config__.tag), part.text.rstrip("\n"))
+        for message in log.derive_messages()
+        for part in message.content
+        if isinstance(part, TextPart)
+    ]
+    assert summary in sent[0][1]
+    assert derived == [*sent, ("assistant", "Turn three after compaction.")]
+    assert ("assistant", "Turn one done.") not in derived  # replaced, still in the log
+    assert any("Turn one done." in str(getattr(e, "content", "")) for e in log.events())
