@@ -910,7 +910,6 @@ class CodexRunner:
         from openai_codex.api import Thread
         from openai_codex.errors import CodexError
 
-        from adapters._tap import tap
         from adapters.codex import CodexAdapter
 
         result = RunResult(native_session_id=resume)
@@ -933,7 +932,6 @@ class CodexRunner:
             "model": self.model,
             "cwd": str(self.cwd),
         }
-        interrupted = killed = False
         watchdog = _Watchdog(self.timeout)
         try:
             try:
@@ -965,37 +963,16 @@ class CodexRunner:
                     adapter.feed({"method": "thread/started", "params": {"thread": thread_info}})
                 )
                 if resume is not None and prompt.strip() == _COMPACT_PROMPT:
+                    killed = self._compact(client, started.thread.id, adapter, run_log, result)
+                else:
                     try:
-                        self._compact(client, started.thread.id, adapter, run_log, result)
-                    except Exception as exc:  # the app-server died, or refused
-                        result.error = exc
-                    watchdog.stop()
-                    if not watchdog.killed:
-                        self.reconcile(log, run_log, result)
-                    return result
-                try:
-                    handle = Thread(client, started.thread.id).turn(prompt)
-                except CodexError as exc:
-                    result.error, result.status = _start_error(self.runtime, resume, exc), "failed"
-                    return result
-                watchdog.handle = handle
-                try:
-                    for notification in tap(handle.stream(), adapter, run_log):
-                        result.native.append(notification)
-                        if self.on_native is not None:
-                            self.on_native(notification)
-                        if (
-                            not interrupted
-                            and self.interrupt_when
-                            and self.interrupt_when(notification)
-                        ):
-                            interrupted = True
-                            handle.interrupt()
-                        if not killed and self.kill_when and self.kill_when(notification):
-                            killed = True
-                            _kill(_codex_pid(client))
-                except Exception as exc:  # the app-server died: the tap closed the turn
-                    result.error = exc
+                        handle = Thread(client, started.thread.id).turn(prompt)
+                    except CodexError as exc:
+                        error = _start_error(self.runtime, resume, exc)
+                        result.error, result.status = error, "failed"
+                        return result
+                    watchdog.handle = handle
+                    killed = self._stream(handle, client, adapter, run_log, result)
                 watchdog.stop()
                 if not killed and not watchdog.killed:
                     self.reconcile(log, run_log, result)
@@ -1010,9 +987,31 @@ class CodexRunner:
         result.status = _turn_status(result.events)
         return result
 
+    def _stream(
+        self, handle: Any, client: Any, adapter: Any, run_log: _RunLog, result: RunResult
+    ) -> bool:
+        """Log the turn's stream live; whether ``kill_when`` killed the app-server."""
+        from adapters._tap import tap
+
+        interrupted = killed = False
+        try:
+            for notification in tap(handle.stream(), adapter, run_log):
+                result.native.append(notification)
+                if self.on_native is not None:
+                    self.on_native(notification)
+                if not interrupted and self.interrupt_when and self.interrupt_when(notification):
+                    interrupted = True
+                    handle.interrupt()
+                if not killed and self.kill_when and self.kill_when(notification):
+                    killed = True
+                    _kill(_codex_pid(client))
+        except Exception as exc:  # the app-server died: the tap closed the turn
+            result.error = exc
+        return killed
+
     def _compact(
         self, client: Any, thread_id: str, adapter: Any, run_log: _RunLog, result: RunResult
-    ) -> None:
+    ) -> bool:
         """``/compact``: compact the thread and log the compaction's turn.
 
         Codex runs the compaction as a turn of its own, without a ``turn/start``: the SDK
@@ -1025,15 +1024,20 @@ class CodexRunner:
         from adapters._tap import tap
 
         known = _rollout_turn_ids(self.codex_home, thread_id)
-        client.thread_compact(thread_id)
-        for notification in tap(_until_idle(client, thread_id), adapter, run_log):
-            result.native.append(notification)
-            if self.on_native is not None:
-                self.on_native(notification)
+        try:
+            client.thread_compact(thread_id)
+            for notification in tap(_until_idle(client, thread_id), adapter, run_log):
+                result.native.append(notification)
+                if self.on_native is not None:
+                    self.on_native(notification)
+        except Exception as exc:  # refused, or the app-server died
+            result.error = exc
+            return False
         turn = _new_rollout_turn(self.codex_home, thread_id, known)
         if turn is not None:
             run_log.extend(_rollout_copy(e) for e in turn if _of_compaction_turn(e))
             run_log.checkpoint()
+        return False
 
     def reconcile(self, log: SessionLog, run_log: _RunLog, result: RunResult) -> None:
         """Make the turn's logged history what Codex sent the model (its rollout file).
@@ -1070,7 +1074,7 @@ slash command, which the Codex runner takes too."""
 
 def _until_idle(client: Any, thread_id: str) -> Iterator[Any]:
     """The client's unscoped notifications until thread ``thread_id`` was active and is
-    idle again (``thread/status/changed``)."""
+    not any more (``thread/status/changed``: idle, or a system error)."""
     active = False
     while True:
         notification = client.next_notification()
@@ -1078,10 +1082,10 @@ def _until_idle(client: Any, thread_id: str) -> Iterator[Any]:
         payload = notification.payload
         if notification.method != "thread/status/changed" or payload.thread_id != thread_id:
             continue
-        status = getattr(payload.status, "root", payload.status)
-        if getattr(status, "type", None) == "active":
+        status = getattr(getattr(payload.status, "root", payload.status), "type", None)
+        if status == "active":
             active = True
-        elif active and getattr(status, "type", None) == "idle":
+        elif active:
             return
 
 

@@ -24,7 +24,13 @@ from universal_event.events import (
     ToolResultEvent,
     WarningEvent,
 )
-from universal_event.fake_models import FakeModelServer, RecordedRequest, Reply, ShellCall
+from universal_event.fake_models import (
+    FakeModelServer,
+    HttpError,
+    RecordedRequest,
+    Reply,
+    ShellCall,
+)
 from universal_event.log import SessionLog
 from universal_event.messages import Message
 from universal_event.parts import TextPart
@@ -113,3 +119,18 @@ def test_compact_as_a_prompt_compacts_a_codex_thread_as_in_claude_code(tmp_path:
 
     texts = _assert_history_is_what_codex_sent_next(log, history, requests[3])
     assert "It is 2." not in texts
+
+
+def test_a_compaction_the_model_fails_leaves_the_history_and_says_failed(tmp_path: Path) -> None:
+    steps = [
+        Reply(text="Turn one done."),
+        *[HttpError(400, "no summary for you")] * 4,  # the compaction request, retried
+    ]
+    log = SessionLog()
+    with FakeModelServer(steps) as server:
+        codex = runner("codex", server.url, tmp_path)
+        first = codex.run(log, "First question")
+        compacted = codex.run(log, "/compact", resume=first.native_session_id)
+    assert compacted.status == "failed"
+    texts = [p.text for m in log.derive_messages() for p in m.content if isinstance(p, TextPart)]
+    assert texts == ["First question", "Turn one done."]
