@@ -262,7 +262,11 @@ NAME = "<command-name>/cost</command-name>"
 @pytest.mark.parametrize(
     ("lines", "texts"),
     [
-        ([_user_entry(CAVEAT), _user_entry(NAME), _user_entry("<local-command-stdout>")], None),
+        # the command's output is not one of the entries sent in its place
+        (
+            [_user_entry(CAVEAT), _user_entry(NAME), _user_entry("<local-command-stdout>")],
+            [CAVEAT, NAME],
+        ),
         ([_user_entry(CAVEAT), _user_entry(NAME)], [CAVEAT, NAME]),
         ([_user_entry(NAME)], [NAME]),
         # the caveat of another prompt is not this command's
@@ -274,7 +278,7 @@ NAME = "<command-name>/cost</command-name>"
     ],
 )
 def test_a_local_command_is_logged_as_the_transcript_holds_it(
-    tmp_path: Path, lines: list[str], texts: list[str] | None
+    tmp_path: Path, lines: list[str], texts: list[str]
 ) -> None:
     """A run whose prompt is a local command logs the command's caveat and name from the
     transcript in the prompt's place (``/compact`` through the real CLI: tests/e2e)."""
@@ -284,8 +288,6 @@ def test_a_local_command_is_logged_as_the_transcript_holds_it(
 
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("\n".join(lines) + "\n")
-    if texts is None:  # the command's output line is not one of its entries
-        texts = [CAVEAT, NAME]
     log = SessionLog()
     prompt = log.extend([UserMessageEvent(content=[TextPart(text="/cost")])])
     corrected = _command_sent(log, prompt, transcript)
