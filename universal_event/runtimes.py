@@ -955,6 +955,8 @@ class CodexRunner:
                     result.error, result.status = _start_error(self.runtime, resume, exc), "failed"
                     return result
                 _note_switch(run_log, log, self.runtime, resume)
+                if resume is not None:
+                    self._import_turns_run_elsewhere(log, run_log, resume)
                 log.checkpoint()
                 thread_info = started.thread.model_dump(mode="json", by_alias=True)
                 result.native_session_id = started.thread.id
@@ -986,6 +988,35 @@ class CodexRunner:
             _note_timeout(run_log, log, result.error)
         result.status = _turn_status(result.events)
         return result
+
+    def _import_turns_run_elsewhere(self, log: SessionLog, run_log: _RunLog, thread: str) -> None:
+        """Log the thread's turns that ran since this log's last one, outside it (the
+        Codex TUI, another log's runner, an SDK user), from the rollout: so the history
+        holds what Codex will send.
+
+        Only turns after one the log has count: a thread the log has run no turn of
+        (one a hand-off wrote from this log's history) holds nothing the log lacks. Each
+        ended turn is logged as the rollout has it (lifecycle, messages, results); one
+        that compacted takes the surface from its compaction on (:func:`_adopt_compaction`).
+        """
+        events = _rollout_events(self.codex_home, thread)
+        known = {e.turn_id for e in log.events() if isinstance(e, TurnStartEvent | TurnEndEvent)}
+        order = [e.turn_id for e in events if isinstance(e, TurnStartEvent) and e.turn_id]
+        last_known = max((i for i, turn in enumerate(order) if turn in known), default=None)
+        if last_known is None:
+            return
+        ended = {e.turn_id for e in events if isinstance(e, TurnEndEvent)}
+        for turn_id in order[last_known + 1 :]:
+            if turn_id not in ended:
+                return  # still running elsewhere, or cut: nothing after it is whole
+            turn = [e for e in events if e.turn_id == turn_id]
+            compacted = _after_last_compaction(turn)
+            kept = [e for e in turn if _turn_bookkeeping(e) or is_surface_event(e)]
+            if compacted is None:
+                run_log.extend(_rollout_copy(e) for e in kept)
+            else:
+                run_log.extend(_rollout_copy(e) for e in kept if not is_surface_event(e))
+                run_log.note(_adopt_compaction(log, compacted))
 
     def _stream(
         self, handle: Any, client: Any, adapter: Any, run_log: _RunLog, result: RunResult
@@ -1035,7 +1066,7 @@ class CodexRunner:
             return False
         turn = _new_rollout_turn(self.codex_home, thread_id, known)
         if turn is not None:
-            run_log.extend(_rollout_copy(e) for e in turn if _of_compaction_turn(e))
+            run_log.extend(_rollout_copy(e) for e in turn if _turn_bookkeeping(e))
             run_log.checkpoint()
         return False
 
@@ -1089,9 +1120,9 @@ def _until_idle(client: Any, thread_id: str) -> Iterator[Any]:
             return
 
 
-def _of_compaction_turn(event: Event) -> bool:
-    """What a compaction's turn logs from the rollout: its start and end, the request's
-    usage and the ``compacted`` line (the history comes by :meth:`CodexRunner.reconcile`)."""
+def _turn_bookkeeping(event: Event) -> bool:
+    """What a turn logged from the rollout keeps besides its history: its start and end,
+    the requests' usage and a ``compacted`` line."""
     if type(event) is NativeUnknownEvent:
         return event.native_type == "compacted"
     return isinstance(event, TurnStartEvent | TurnEndEvent | UsageEvent)

@@ -24,6 +24,7 @@ from universal_event.events import (
     AssistantMessageEvent,
     RequestHeaderEvent,
     ToolResultEvent,
+    TurnEndEvent,
     WarningEvent,
 )
 from universal_event.fake_models import FakeModelServer, Reply, ShellCall
@@ -78,3 +79,35 @@ def test_resumed_thread_history_is_what_codex_sent(tmp_path: Path) -> None:
     sent_input = codex_conversation(opening.body["input"])[: len(rendered)]
     assert [comparable_item(i) for i in rendered] == [comparable_item(i) for i in sent_input]
     assert [i["type"] for i in rendered if "type" in i].count("reasoning") == 2
+
+
+def test_turns_run_outside_the_runner_are_logged_before_its_next_turn(tmp_path: Path) -> None:
+    """A turn another log's runner ran on the thread (as the Codex TUI or an SDK user
+    would) is taken from the rollout before this log's next turn: the history is what
+    Codex sends. A thread this log never ran a turn of imports nothing."""
+    steps = [
+        Reply(text="One."),
+        Reply(thinking="Plan bc.", text="Running it.", calls=[ShellCall("echo 1+1 | bc")]),
+        Reply(text="Two, elsewhere."),
+        Reply(text="Three."),
+    ]
+    log, elsewhere = SessionLog(), SessionLog()
+    with FakeModelServer(steps) as server:
+        codex = runner("codex", server.url, tmp_path)
+        first = codex.run(log, "First question")
+        thread = first.native_session_id
+        other = codex.run(elsewhere, "Use the shell to compute 1+1 with bc", resume=thread)
+        assert other.status == "completed", other.error
+        assert len(of_type(other.events, TurnEndEvent)) == 1  # the first turn: not its own
+        third = codex.run(log, "Third question", resume=thread)
+        assert third.status == "completed", third.error
+        sent = server.model_requests()[3]
+    assert not of_type(log.events(), WarningEvent)
+    history = log.derive_messages()[:-1]  # up to the third prompt
+    header = RequestHeaderEvent(
+        provider="openai", api="responses", model="gpt-5.5", sampling={"store": False}
+    )
+    rendered = render_request(history, header)["input"]
+    conversation = codex_conversation(sent.body["input"])
+    assert [comparable_item(i) for i in rendered] == [comparable_item(i) for i in conversation]
+    assert [i.get("type") for i in rendered].count("function_call_output") == 1
