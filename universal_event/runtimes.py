@@ -45,11 +45,11 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 
-from universal_event.derive import is_surface_event
+from universal_event.derive import EventT, is_surface_event
 from universal_event.errors import (
     RuntimeNotFoundError,
     RuntimeStartError,
@@ -1096,8 +1096,6 @@ class CodexRunner:
         run_log.note(reconcile_codex_turn(log, result.events, rollout))
 
 
-EventT = TypeVar("EventT", bound=EventBase)
-
 _COMPACT_PROMPT = "/compact"
 """The prompt that compacts a session instead of sending a message: Claude Code's
 slash command, which the Codex runner takes too."""
@@ -1284,11 +1282,16 @@ def _adopt_compaction(log: SessionLog, compacted: Sequence[SurfaceEvent]) -> lis
 
 def _rollout_copy(event: EventT) -> EventT:
     """A rollout event, as a new event of the log (its own envelope, no intent)."""
-    changes: dict[str, Any] = {"id": "", "seq": -1, "ts": 0.0, "session_id": ""}
-    changes["source"] = _rollout_source(event)
+    changes = {**_new_envelope(event), "session_id": ""}
     if is_surface_event(event):
         changes["surface"] = None
     return msgspec.structs.replace(event, **changes)
+
+
+def _new_envelope(sent: EventBase) -> dict[str, Any]:
+    """What a correction from the rollout gets anew: the log fills id, seq and time;
+    its source is the rollout, with the native id and model of the event ``sent``."""
+    return {"id": "", "seq": -1, "ts": 0.0, "source": _rollout_source(sent)}
 
 
 def _rollout_source(sent: EventBase) -> Source:
@@ -1318,13 +1321,7 @@ def _corrected(
 ) -> AssistantMessageEvent | ToolResultEvent | None:
     """The streamed event with what the rollout says was sent, or None when they agree
     (``moved``: a result that goes in another's place is replaced all the same)."""
-    envelope = {
-        "id": "",
-        "seq": -1,
-        "ts": 0.0,
-        "source": _rollout_source(sent),
-        "surface": None,
-    }
+    envelope = {**_new_envelope(sent), "surface": None}
     if isinstance(streamed, AssistantMessageEvent) and isinstance(sent, AssistantMessageEvent):
         provenance = sent.provenance or streamed.provenance
         if (streamed.content, streamed.provenance) == (sent.content, provenance):
