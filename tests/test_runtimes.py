@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from universal_event.events import Event, RequestHeaderEvent, SessionStartEvent
+from universal_event.events import Event, RequestHeaderEvent, SessionStartEvent, Surface
 from universal_event.log import SessionLog
+from universal_event.parts import TextPart
 from universal_event.runtimes import _claude_project_name, _RunLog, claude_project_dir
 
 
@@ -315,3 +316,74 @@ def test_a_local_command_takes_only_the_entries_its_run_wrote(tmp_path: Path) ->
     prompt = log.extend([UserMessageEvent(content=[TextPart(text="/review")])])
     assert _command_sent(log, prompt, transcript, start) == []
     assert len(_command_sent(log, prompt, transcript)) == 1  # from the start: p1's
+
+
+def _entry(kind: str, uuid: str, parent: str | None, content: Any, **more: Any) -> str:
+    import json
+
+    message: dict[str, Any] = {"role": kind, "content": content}
+    if kind == "assistant":
+        message["id"] = f"msg_{uuid}"
+    line = {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s1", **more}
+    return json.dumps({**line, "message": message})
+
+
+def _claude_import(tmp_path: Path, known: list[str], lines: list[str]) -> list[Event]:
+    """What a Claude Code runner logs from session ``s1``'s transcript (``lines``) into
+    a log holding assistant messages of native ids ``known``, before its next turn."""
+    from universal_event.events import AssistantMessageEvent, Source
+    from universal_event.runtimes import ClaudeCodeRunner
+
+    runner = ClaudeCodeRunner(base_url="http://127.0.0.1:9", home=tmp_path, cwd=tmp_path / "w")
+    path = runner.transcript_path("s1")
+    path.parent.mkdir(parents=True)
+    path.write_text("\n".join(lines) + "\n")
+    log = SessionLog()
+    log.extend(
+        AssistantMessageEvent(
+            content=[TextPart(text=native)],
+            message_id=native,
+            source=Source(runtime="claude-code", native_id=native),
+        )
+        for native in known
+    )
+    logged: list[Event] = []
+    runner._import_turns_run_elsewhere(log, _RunLog(log, logged, None), "s1")
+    return logged
+
+
+TRANSCRIPT = [
+    _entry("user", "u1", None, "q1"),
+    _entry("assistant", "a1", "u1", [{"type": "text", "text": "r1"}]),
+    _entry("user", "u2", "a1", "q2, elsewhere"),
+    _entry("user", "s2", "u2", "a sub-agent's prompt", isSidechain=True),
+    _entry("assistant", "a2", "u2", [{"type": "text", "text": "r2"}]),
+    '{"type": "user", "uuid": "cut',
+]
+
+
+def test_claude_turns_after_the_last_the_log_knows_are_logged_from_the_transcript(
+    tmp_path: Path,
+) -> None:
+    from universal_event.events import TurnEndEvent, TurnStartEvent
+
+    logged = _claude_import(tmp_path / "a", ["msg_a1"], TRANSCRIPT)
+    texts = [
+        (type(e).__name__, e.content[0].text, e.surface)  # type: ignore[union-attr]
+        for e in logged
+        if hasattr(e, "content")
+    ]
+    assert texts == [
+        ("UserMessageEvent", "q2, elsewhere", None),
+        ("UserMessageEvent", "a sub-agent's prompt", Surface(op="hidden")),
+        ("AssistantMessageEvent", "r2", None),
+    ]
+    assert [type(e) for e in logged if not hasattr(e, "content")] == [TurnStartEvent, TurnEndEvent]
+    assert {(e.source.runtime, e.source.native_type) for e in logged if e.source} == {
+        ("claude-code", "transcript")
+    }
+    # The log's last turn is the transcript's last: nothing to log.
+    assert _claude_import(tmp_path / "b", ["msg_a1", "msg_a2"], TRANSCRIPT) == []
+    # A session the log ran no turn of (a hand-off's): nothing either.
+    assert _claude_import(tmp_path / "c", ["msg_other"], TRANSCRIPT) == []
+    assert _claude_import(tmp_path / "d", [], TRANSCRIPT) == []

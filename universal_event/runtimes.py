@@ -45,7 +45,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -707,6 +707,8 @@ class ClaudeCodeRunner:
                     finished = True
                     return result
                 _note_switch(run_log, log, self.runtime, resume)
+                if resume is not None:
+                    self._import_turns_run_elsewhere(log, run_log, resume)
                 prompt_events = run_log.extend(adapter.user_prompt(prompt))
                 log.checkpoint()
                 transcript_start = _file_size(transcript())
@@ -758,6 +760,79 @@ class ClaudeCodeRunner:
             _note_timeout(run_log, log, result.error)
         result.status = _turn_status(result.events)
         return result
+
+    def _import_turns_run_elsewhere(
+        self, log: SessionLog, run_log: _RunLog, native_session: str
+    ) -> None:
+        """Log the native session's turns that ran since this log's last one, outside it
+        (``claude --resume`` in a terminal, another log's runner, an SDK user), from its
+        transcript: so the history holds what Claude Code will send.
+
+        Only turns after one the log has count (one holding a message or result of the
+        log's, by native id): a session the log has run no turn of (one a hand-off wrote
+        from this log's history) holds nothing the log lacks. Each turn is logged as the
+        transcript has it (lifecycle, messages, results). When one of them takes another
+        branch or compacts, the transcript's import replaces a range of what it showed
+        before, which the log holds as other events: the log's whole surface is then
+        replaced by what the transcript shows (:func:`_adopt_surface`).
+        """
+        imported = _transcript_events(self.transcript_path(native_session))
+        known = {_native_id(e) for e in log.events() if not isinstance(e, SessionStartEvent)}
+        known.discard(None)
+        turns = _turns(imported)
+        last_known = max(
+            (i for i, turn in enumerate(turns) if any(_native_id(e) in known for e in turn)),
+            default=None,
+        )
+        if last_known is None:
+            return
+        outside = [e for turn in turns[last_known + 1 :] for e in turn]
+        kept = [e for e in outside if _turn_bookkeeping(e) or is_surface_event(e)]
+        if not any(_replaces(e) for e in kept):
+            run_log.extend(_native_copy(e, "transcript") for e in kept)
+            return
+        run_log.extend(_native_copy(e, "transcript") for e in kept if not is_surface_event(e))
+        run_log.note(_adopt_surface(log, _shown(imported), "transcript"))
+
+
+def _transcript_events(path: Path) -> list[Event]:
+    """A Claude Code transcript, imported (branches and compactions followed: see
+    :class:`~adapters.claude_sdk.ClaudeTranscriptAdapter`); none without the file."""
+    from adapters.claude_sdk import ClaudeTranscriptAdapter
+
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    adapter = ClaudeTranscriptAdapter()
+    return adapter.feed(data) + adapter.close()
+
+
+def _turns(events: Sequence[Event]) -> list[list[Event]]:
+    """The events of each turn, in the order the turns start."""
+    turns: dict[str, list[Event]] = {}
+    for event in events:
+        if isinstance(event, TurnStartEvent) and event.turn_id:
+            turns.setdefault(event.turn_id, [])
+        if event.turn_id in turns:
+            turns[event.turn_id].append(event)
+    return list(turns.values())
+
+
+def _replaces(event: Event) -> bool:
+    surface = getattr(event, "surface", None)
+    return surface is not None and surface.op == "replace"
+
+
+def _shown(events: Sequence[Event]) -> list[SurfaceEvent]:
+    """The surface events an import's ``events`` leave shown, in the surface's order
+    (its replaces applied, as a log applies them: a replacing event takes its range's
+    place, so the order is not the events' own)."""
+    imported = SessionLog()
+    for event in events:
+        imported.append(event)
+    logged = imported.events()
+    return [e for seq in imported.surface_seqs() if is_surface_event(e := logged[seq])]
 
 
 def _start_error(runtime: str, resume: str | None, exc: BaseException) -> RuntimeStartError:
@@ -1013,9 +1088,9 @@ class CodexRunner:
             compacted = _after_last_compaction(turn)
             kept = [e for e in turn if _turn_bookkeeping(e) or is_surface_event(e)]
             if compacted is None:
-                run_log.extend(_rollout_copy(e) for e in kept)
+                run_log.extend(_native_copy(e) for e in kept)
             else:
-                run_log.extend(_rollout_copy(e) for e in kept if not is_surface_event(e))
+                run_log.extend(_native_copy(e) for e in kept if not is_surface_event(e))
                 run_log.note(_adopt_compaction(log, compacted))
 
     def _stream(
@@ -1066,7 +1141,7 @@ class CodexRunner:
             return False
         turn = _new_rollout_turn(self.codex_home, thread_id, known)
         if turn is not None:
-            run_log.extend(_rollout_copy(e) for e in turn if _turn_bookkeeping(e))
+            run_log.extend(_native_copy(e) for e in turn if _turn_bookkeeping(e))
             run_log.checkpoint()
         return False
 
@@ -1119,8 +1194,8 @@ def _until_idle(client: Any, thread_id: str) -> Iterator[Any]:
 
 
 def _turn_bookkeeping(event: Event) -> bool:
-    """What a turn logged from the rollout keeps besides its history: its start and end,
-    the requests' usage and a ``compacted`` line."""
+    """What a turn logged from a runtime's record keeps besides its history: its start
+    and end, the requests' usage and (a rollout's) ``compacted`` line."""
     if type(event) is NativeUnknownEvent:
         return event.native_type == "compacted"
     return isinstance(event, TurnStartEvent | TurnEndEvent | UsageEvent)
@@ -1259,6 +1334,12 @@ def _after_last_compaction(rollout: Sequence[Event]) -> list[SurfaceEvent] | Non
     return [e for e in rollout[marks[-1] + 1 :] if is_surface_event(e)]
 
 
+Record = Literal["rollout", "transcript"]
+"""A runtime's own record of a session: a Codex rollout, a Claude Code transcript."""
+
+_RECORD_RUNTIMES: dict[str, str] = {"rollout": "codex", "transcript": "claude-code"}
+
+
 def _adopt_compaction(log: SessionLog, compacted: Sequence[SurfaceEvent]) -> list[Event]:
     """Make the surface what Codex sends after compacting inside a turn (automatically,
     past ``model_auto_compact_token_limit``).
@@ -1266,11 +1347,17 @@ def _adopt_compaction(log: SessionLog, compacted: Sequence[SurfaceEvent]) -> lis
     The live stream shows a compaction only as a ``contextCompaction`` item: not the
     history that replaces the conversation (the user messages kept and the summary, in
     the ``compacted`` line's ``replacement_history``). From the compaction on, the
-    rollout holds exactly what Codex sent, so everything on the surface is replaced by
-    the rollout's events from there: the first takes the range, the rest follow. The
-    live events stay in the log, off the surface.
+    rollout holds exactly what Codex sent, so the surface becomes the rollout's events
+    from there (:func:`_adopt_surface`).
     """
-    copies = [_rollout_copy(event) for event in compacted]
+    return _adopt_surface(log, compacted, "rollout")
+
+
+def _adopt_surface(log: SessionLog, sent: Sequence[SurfaceEvent], record: Record) -> list[Event]:
+    """Replace everything on the surface by ``sent``, events of the runtime's ``record``
+    that hold what it sends: the first takes the range, the rest follow. The events
+    replaced stay in the log, off the surface."""
+    copies = [_native_copy(event, record) for event in sent]
     if not copies:  # nothing kept: nothing to put in the surface's place
         return []
     shown = log.surface_seqs()
@@ -1280,24 +1367,26 @@ def _adopt_compaction(log: SessionLog, compacted: Sequence[SurfaceEvent]) -> lis
     return adopted
 
 
-def _rollout_copy(event: EventT) -> EventT:
-    """A rollout event, as a new event of the log (its own envelope, no intent)."""
-    changes = {**_new_envelope(event), "session_id": ""}
+def _native_copy(event: EventT, record: Record = "rollout") -> EventT:
+    """An event of a runtime's own ``record`` of a session, as a new event of the log:
+    its own envelope, no intent (but hidden stays hidden: a sub-agent's message)."""
+    changes = {**_new_envelope(event, record), "session_id": ""}
     if is_surface_event(event):
-        changes["surface"] = None
+        surface = event.surface
+        changes["surface"] = surface if surface is not None and surface.op == "hidden" else None
     return msgspec.structs.replace(event, **changes)
 
 
-def _new_envelope(sent: EventBase) -> dict[str, Any]:
-    """What a correction from the rollout gets anew: the log fills id, seq and time;
-    its source is the rollout, with the native id and model of the event ``sent``."""
-    return {"id": "", "seq": -1, "ts": 0.0, "source": _rollout_source(sent)}
+def _new_envelope(sent: EventBase, record: Record = "rollout") -> dict[str, Any]:
+    """What an event taken from a ``record`` gets anew: the log fills id, seq and time;
+    its source is the record, with the native id and model of the event ``sent``."""
+    return {"id": "", "seq": -1, "ts": 0.0, "source": _record_source(sent, record)}
 
 
-def _rollout_source(sent: EventBase) -> Source:
+def _record_source(sent: EventBase, record: Record) -> Source:
     return Source(
-        runtime="codex",
-        native_type="rollout",
+        runtime=_RECORD_RUNTIMES[record],
+        native_type=record,
         native_id=sent.source.native_id if sent.source else None,
         model=sent.source.model if sent.source else None,
     )

@@ -1,0 +1,115 @@
+"""Turns run on a Claude Code session outside this log's runner (``claude --resume`` in a
+terminal, another log's runner, an SDK user) are logged from the session's transcript
+before the runner's next turn: the history derived from the log is what Claude Code
+sends then (the oracle: that turn's request, with the real CLI)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.e2e._support import anthropic_skeleton, log_skeleton, of_type, runner
+from universal_event.events import (
+    Event,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    UserMessageEvent,
+)
+from universal_event.fake_models import FakeModelServer, Reply, ShellCall
+from universal_event.log import SessionLog
+from universal_event.parts import TextPart
+
+
+def _from_transcript(events: list[Event]) -> list[Event]:
+    return [e for e in events if e.source is not None and e.source.native_type == "transcript"]
+
+
+def _texts(message_content: Any) -> list[str]:
+    blocks = (
+        [{"type": "text", "text": message_content}]
+        if isinstance(message_content, str)
+        else message_content
+    )
+    return [
+        block["text"].rstrip("\n")
+        for block in blocks
+        if block["type"] == "text" and not block["text"].startswith("<system-reminder>")
+    ]
+
+
+def test_turns_run_outside_the_runner_are_logged_before_its_next_turn(tmp_path: Path) -> None:
+    """A turn with a tool call, run by another log's runner on the session, is in the
+    history of this log's next turn as Claude Code sent it. The other log, which ran no
+    turn of the session before, imports nothing."""
+    steps = [
+        Reply(text="One."),
+        Reply(text="Running it.", calls=[ShellCall("echo 1+1 | bc")]),
+        Reply(text="Two, elsewhere."),
+        Reply(text="Three."),
+    ]
+    log, elsewhere = SessionLog(), SessionLog()
+    with FakeModelServer(steps) as server:
+        claude = runner("claude-code", server.url, tmp_path)
+        first = claude.run(log, "First question")
+        assert first.status == "completed", first.error
+        native = first.native_session_id
+        other = claude.run(elsewhere, "Use the shell to compute 1+1 with bc", resume=native)
+        assert other.status == "completed", other.error
+        assert not _from_transcript(elsewhere.events())
+        third = claude.run(log, "Third question", resume=native)
+        assert third.status == "completed", third.error
+        sent = server.model_requests()[3]
+
+    assert log_skeleton(log.derive_messages())[:-1] == anthropic_skeleton(sent.body)
+    imported = _from_transcript(log.events())
+    assert len(of_type(imported, TurnStartEvent)) == len(of_type(imported, TurnEndEvent)) == 1
+    (prompt,) = of_type(imported, UserMessageEvent)
+    assert prompt.content == [TextPart(text="Use the shell to compute 1+1 with bc")]
+    (result,) = of_type(imported, ToolResultEvent)
+    assert [p.text for p in result.content if isinstance(p, TextPart)] == ["2"]
+    # logged by the third run (its events), before its prompt
+    *_, third_prompt = of_type(third.events, UserMessageEvent)
+    assert third_prompt.content == [TextPart(text="Third question")]
+    assert {e.id for e in imported} <= {e.id for e in third.events}
+    assert max(e.seq for e in imported) < third_prompt.seq
+    assert len(of_type(log.events(), TurnEndEvent)) == 3
+
+
+def test_a_compaction_run_outside_leaves_what_claude_code_sends_next(tmp_path: Path) -> None:
+    """``/compact`` run elsewhere replaces, in the transcript, what Claude Code sent
+    before: this log's surface becomes what the transcript shows (the summary and
+    what it keeps). What it replaced stays in the log."""
+    summary = "SUMMARY: two questions, both answered."
+    steps = [
+        Reply(text="Turn one done."),
+        Reply(text="Turn two done."),
+        Reply(text=summary),  # Claude Code asks for the summary twice
+        Reply(text=summary),
+        Reply(text="Turn three after compaction."),
+    ]
+    log, elsewhere = SessionLog(), SessionLog()
+    with FakeModelServer(steps) as server:
+        claude = runner("claude-code", server.url, tmp_path)
+        native = claude.run(log, "First question").native_session_id
+        second = claude.run(log, "Second question", resume=native)
+        assert second.status == "completed", second.error
+        compacted = claude.run(elsewhere, "/compact", resume=native)
+        assert compacted.status == "completed", compacted.error
+        third = claude.run(log, "Third question", resume=native)
+        assert third.status == "completed", third.error
+        requests = server.model_requests()
+    assert len(requests) == 5
+    sent = [
+        (m["role"], text) for m in requests[-1].body["messages"] for text in _texts(m["content"])
+    ]
+    derived = [
+        (str(message.__struct_config__.tag), part.text.rstrip("\n"))
+        for message in log.derive_messages()
+        for part in message.content
+        if isinstance(part, TextPart)
+    ]
+    assert summary in sent[0][1]
+    assert derived == [*sent, ("assistant", "Turn three after compaction.")]
+    assert ("assistant", "Turn one done.") not in derived  # replaced, still in the log
+    assert any("Turn one done." in str(getattr(e, "content", "")) for e in log.events())
