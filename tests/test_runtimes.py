@@ -328,9 +328,11 @@ def _entry(kind: str, uuid: str, parent: str | None, content: Any, **more: Any) 
     return json.dumps({**line, "message": message})
 
 
-def _claude_import(tmp_path: Path, known: list[str], lines: list[str]) -> list[Event]:
-    """What a Claude Code runner logs from session ``s1``'s transcript (``lines``) into
-    a log holding assistant messages of native ids ``known``, before its next turn."""
+def _claude_import(
+    tmp_path: Path, known: list[str], lines: list[str]
+) -> tuple[SessionLog, list[Event]]:
+    """The log holding assistant messages of native ids ``known``, and what a Claude Code
+    runner logs into it from session ``s1``'s transcript (``lines``) before its next turn."""
     from universal_event.events import AssistantMessageEvent, Source
     from universal_event.runtimes import ClaudeCodeRunner
 
@@ -349,7 +351,7 @@ def _claude_import(tmp_path: Path, known: list[str], lines: list[str]) -> list[E
     )
     logged: list[Event] = []
     runner._import_turns_run_elsewhere(log, _RunLog(log, logged, None), "s1")
-    return logged
+    return log, logged
 
 
 TRANSCRIPT = [
@@ -367,7 +369,7 @@ def test_claude_turns_after_the_last_the_log_knows_are_logged_from_the_transcrip
 ) -> None:
     from universal_event.events import TurnEndEvent, TurnStartEvent
 
-    logged = _claude_import(tmp_path / "a", ["msg_a1"], TRANSCRIPT)
+    _, logged = _claude_import(tmp_path / "a", ["msg_a1"], TRANSCRIPT)
     texts = [
         (type(e).__name__, e.content[0].text, e.surface)  # type: ignore[union-attr]
         for e in logged
@@ -383,7 +385,40 @@ def test_claude_turns_after_the_last_the_log_knows_are_logged_from_the_transcrip
         ("claude-code", "transcript")
     }
     # The log's last turn is the transcript's last: nothing to log.
-    assert _claude_import(tmp_path / "b", ["msg_a1", "msg_a2"], TRANSCRIPT) == []
+    assert _claude_import(tmp_path / "b", ["msg_a1", "msg_a2"], TRANSCRIPT)[1] == []
     # A session the log ran no turn of (a hand-off's): nothing either.
-    assert _claude_import(tmp_path / "c", ["msg_other"], TRANSCRIPT) == []
-    assert _claude_import(tmp_path / "d", [], TRANSCRIPT) == []
+    assert _claude_import(tmp_path / "c", ["msg_other"], TRANSCRIPT)[1] == []
+    assert _claude_import(tmp_path / "d", [], TRANSCRIPT)[1] == []
+
+
+def test_claude_turns_that_compacted_make_the_surface_what_the_transcript_shows(
+    tmp_path: Path,
+) -> None:
+    """A turn outside compacted the session: the log shows the summary and what the
+    compaction preserved; what the outside turn sent before it is logged, hidden."""
+    import json
+
+    boundary = {
+        "type": "system",
+        "subtype": "compact_boundary",
+        "uuid": "b1",
+        "parentUuid": "a2",
+        "sessionId": "s1",
+        "compactMetadata": {"preservedSegment": {"headUuid": "a2", "tailUuid": "a2"}},
+    }
+    lines = [
+        *TRANSCRIPT[:3],
+        _entry("assistant", "a2", "u2", [{"type": "text", "text": "r2"}]),
+        json.dumps(boundary),
+        _entry("user", "u3", "b1", "the summary", isCompactSummary=True),
+    ]
+    log, logged = _claude_import(tmp_path, ["msg_a1"], lines)
+    texts = [
+        (e.content[0].text, e.surface.op if e.surface else None)  # type: ignore[union-attr]
+        for e in logged
+        if hasattr(e, "content")
+    ]
+    assert texts == [("q2, elsewhere", "hidden"), ("the summary", "replace"), ("r2", None)]
+    derived = [m.content[0].text for m in log.derive_messages()]  # type: ignore[union-attr]
+    assert derived == ["the summary", "r2"]
+    assert "msg_a1" in [e.content[0].text for e in log.events() if hasattr(e, "content")]  # type: ignore[attr-defined]

@@ -774,7 +774,8 @@ class ClaudeCodeRunner:
         transcript has it (lifecycle, messages, results). When one of them takes another
         branch or compacts, the transcript's import replaces a range of what it showed
         before, which the log holds as other events: the log's whole surface is then
-        replaced by what the transcript shows (:func:`_adopt_surface`).
+        replaced by what the transcript shows, and what those turns sent that it no
+        longer shows is logged hidden (:func:`_take_record_surface`).
         """
         imported = _transcript_events(self.transcript_path(native_session))
         known = {_native_id(e) for e in log.events() if not isinstance(e, SessionStartEvent)}
@@ -787,12 +788,10 @@ class ClaudeCodeRunner:
         if last_known is None:
             return
         outside = [e for turn in turns[last_known + 1 :] for e in turn]
-        kept = [e for e in outside if _turn_bookkeeping(e) or is_surface_event(e)]
-        if not any(_replaces(e) for e in kept):
-            run_log.extend(_native_copy(e, "transcript") for e in kept)
-            return
-        run_log.extend(_native_copy(e, "transcript") for e in kept if not is_surface_event(e))
-        run_log.note(_adopt_surface(log, _shown(imported), "transcript"))
+        if any(_replaces(e) for e in outside):
+            _take_record_surface(log, run_log, outside, _shown(imported), "transcript")
+        else:
+            run_log.extend(_native_copy(e, "transcript") for e in outside if _turn_kept(e))
 
 
 def _transcript_events(path: Path) -> list[Event]:
@@ -1072,7 +1071,8 @@ class CodexRunner:
         Only turns after one the log has count: a thread the log has run no turn of
         (one a hand-off wrote from this log's history) holds nothing the log lacks. Each
         ended turn is logged as the rollout has it (lifecycle, messages, results); one
-        that compacted takes the surface from its compaction on (:func:`_adopt_compaction`).
+        that compacted takes the surface from its compaction on; what it sent before that
+        is logged hidden (:func:`_take_record_surface`).
         """
         events = _rollout_events(self.codex_home, thread)
         known = {e.turn_id for e in log.events() if isinstance(e, TurnStartEvent | TurnEndEvent)}
@@ -1086,12 +1086,10 @@ class CodexRunner:
                 return  # still running elsewhere, or cut: nothing after it is whole
             turn = [e for e in events if e.turn_id == turn_id]
             compacted = _after_last_compaction(turn)
-            kept = [e for e in turn if _turn_bookkeeping(e) or is_surface_event(e)]
             if compacted is None:
-                run_log.extend(_native_copy(e) for e in kept)
+                run_log.extend(_native_copy(e) for e in turn if _turn_kept(e))
             else:
-                run_log.extend(_native_copy(e) for e in kept if not is_surface_event(e))
-                run_log.note(_adopt_compaction(log, compacted))
+                _take_record_surface(log, run_log, turn, compacted, "rollout")
 
     def _stream(
         self, handle: Any, client: Any, adapter: Any, run_log: _RunLog, result: RunResult
@@ -1191,6 +1189,11 @@ def _until_idle(client: Any, thread_id: str) -> Iterator[Any]:
             active = True
         elif active:
             return
+
+
+def _turn_kept(event: Event) -> bool:
+    """What a turn logged from a runtime's record keeps: its history and bookkeeping."""
+    return is_surface_event(event) or _turn_bookkeeping(event)
 
 
 def _turn_bookkeeping(event: Event) -> bool:
@@ -1367,14 +1370,35 @@ def _adopt_surface(log: SessionLog, sent: Sequence[SurfaceEvent], record: Record
     return adopted
 
 
-def _native_copy(event: EventT, record: Record = "rollout") -> EventT:
+def _native_copy(event: EventT, record: Record = "rollout", *, hidden: bool = False) -> EventT:
     """An event of a runtime's own ``record`` of a session, as a new event of the log:
-    its own envelope, no intent (but hidden stays hidden: a sub-agent's message)."""
+    its own envelope, no intent; hidden when it was (a sub-agent's message) or ``hidden``."""
     changes = {**_new_envelope(event, record), "session_id": ""}
     if is_surface_event(event):
         surface = event.surface
-        changes["surface"] = surface if surface is not None and surface.op == "hidden" else None
+        hidden = hidden or (surface is not None and surface.op == "hidden")
+        changes["surface"] = Surface(op="hidden") if hidden else None
     return msgspec.structs.replace(event, **changes)
+
+
+def _take_record_surface(
+    log: SessionLog,
+    run_log: _RunLog,
+    events: Sequence[Event],
+    shown: Sequence[SurfaceEvent],
+    record: Record,
+) -> None:
+    """Log a record's turns that changed what came before them (a compaction, a
+    branch): their lifecycle, their messages and results that are not in ``shown``
+    (what the runtime sends now) hidden, so nothing of them is lost; then the surface
+    becomes ``shown`` (:func:`_adopt_surface`)."""
+    sent = {e.id for e in shown}
+    run_log.extend(
+        _native_copy(e, record, hidden=is_surface_event(e))
+        for e in events
+        if _turn_kept(e) and e.id not in sent
+    )
+    run_log.note(_adopt_surface(log, shown, record))
 
 
 def _new_envelope(sent: EventBase, record: Record = "rollout") -> dict[str, Any]:

@@ -134,3 +134,35 @@ def test_a_compaction_the_model_fails_leaves_the_history_and_says_failed(tmp_pat
     assert compacted.status == "failed"
     texts = [p.text for m in log.derive_messages() for p in m.content if isinstance(p, TextPart)]
     assert texts == ["First question", "Turn one done."]
+
+
+def test_a_turn_compacted_outside_the_runner_is_logged_as_codex_sends_it_next(
+    tmp_path: Path,
+) -> None:
+    """Turn two runs on the thread from another log and Codex compacts inside it: this
+    log takes it from the rollout before its next turn, the surface from the compaction
+    on; what turn two sent before compacting is logged too, hidden."""
+    steps = [
+        Reply(text="Turn one done."),
+        Reply(thinking="Plan bc.", text="Running it.", calls=[ShellCall("echo 1+1 | bc")]),
+        Reply(text=SUMMARY),
+        Reply(text="It is 2."),
+        Reply(text="Turn three done."),
+    ]
+    log, elsewhere = SessionLog(), SessionLog()
+    with FakeModelServer(steps) as server:
+        codex = runner("codex", server.url, tmp_path, auto_compact_token_limit=150)
+        thread = codex.run(log, "First question").native_session_id
+        other = codex.run(elsewhere, BC, resume=thread)
+        assert other.status == "completed", other.error
+        last = codex.run(log, LAST, resume=thread)
+        assert last.status == "completed", last.error
+        requests = server.model_requests()
+    assert len(requests) == 5
+    history = log.derive_messages()[:-2]  # before the last turn
+    texts = _assert_history_is_what_codex_sent_next(log, history, requests[4])
+    assert "Turn one done." not in texts and texts[-1] == "It is 2."
+    from_rollout = [e for e in log.events() if e.source and e.source.native_type == "rollout"]
+    hidden = [e for e in from_rollout if getattr(e, "surface", None) is not None]
+    assert any("Running it." in str(e.content) for e in hidden)  # type: ignore[attr-defined]
+    assert {e.surface.op for e in hidden} >= {"hidden"}  # type: ignore[attr-defined]
