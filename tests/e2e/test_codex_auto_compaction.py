@@ -166,3 +166,30 @@ def test_a_turn_compacted_outside_the_runner_is_logged_as_codex_sends_it_next(
     hidden = [e for e in from_rollout if getattr(e, "surface", None) is not None]
     assert any("Running it." in str(e.content) for e in hidden)  # type: ignore[attr-defined]
     assert {e.surface.op for e in hidden} >= {"hidden"}  # type: ignore[attr-defined]
+
+
+def test_a_compaction_asked_outside_the_runner_is_applied_before_its_next_turn(
+    tmp_path: Path,
+) -> None:
+    """``thread/compact/start`` on the thread from elsewhere (here another log's
+    ``/compact``; the TUI's is the same turn in the rollout): this log's next turn
+    starts from the compacted history, as Codex sends it."""
+    steps = [
+        Reply(thinking="Plan bc.", text="Running it.", calls=[ShellCall("echo 1+1 | bc")]),
+        Reply(text="It is 2."),
+        Reply(text=SUMMARY),  # the compaction request
+        Reply(text="Turn three done."),
+    ]
+    log, elsewhere = SessionLog(), SessionLog()
+    with FakeModelServer(steps) as server:
+        codex = runner("codex", server.url, tmp_path)
+        thread = codex.run(log, BC).native_session_id
+        other = codex.run(elsewhere, "/compact", resume=thread)
+        assert other.status == "completed", other.error
+        last = codex.run(log, LAST, resume=thread)
+        assert last.status == "completed", last.error
+        requests = server.model_requests()
+    assert len(requests) == 4
+    texts = _assert_history_is_what_codex_sent_next(log, log.derive_messages()[:-2], requests[3])
+    assert "It is 2." not in texts
+    assert any("It is 2." in str(getattr(e, "content", "")) for e in log.events())  # kept
