@@ -770,8 +770,10 @@ class ClaudeCodeRunner:
 
         Only turns after one the log has count (one holding a message or result of the
         log's, by native id): a session the log has run no turn of (one a hand-off wrote
-        from this log's history) holds nothing the log lacks. Each turn is logged as the
-        transcript has it (lifecycle, messages, results). When one of them takes another
+        from this log's history) holds nothing the log lacks. And only turns begun after
+        the log's last event: one of the log's own runs cut before any reply (a timeout)
+        left its prompt in the transcript with no id the log knows. Each turn is logged as
+        the transcript has it (lifecycle, messages, results). When one of them takes another
         branch or compacts, the transcript's import replaces a range of what it showed
         before, which the log holds as other events: the log's whole surface is then
         replaced by what the transcript shows, and what those turns sent that it no
@@ -787,7 +789,10 @@ class ClaudeCodeRunner:
         )
         if last_known is None:
             return
-        outside = [e for turn in turns[last_known + 1 :] for e in turn]
+        # A turn of the log's own may hold none of its native ids (a run cut before any
+        # reply): its entries are older than the log's last event.
+        last_logged = max(e.ts for e in log.events())
+        outside = [e for turn in turns[last_known + 1 :] if turn[0].ts > last_logged for e in turn]
         if any(_replaces(e) for e in outside):
             _take_record_surface(log, run_log, outside, _shown(imported), "transcript")
         else:

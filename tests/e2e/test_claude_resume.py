@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e._support import anthropic_skeleton, log_skeleton, of_type, runner
+from universal_event.errors import RuntimeTimeoutError
 from universal_event.events import (
     Event,
     ToolResultEvent,
@@ -16,7 +17,7 @@ from universal_event.events import (
     TurnStartEvent,
     UserMessageEvent,
 )
-from universal_event.fake_models import FakeModelServer, Reply, ShellCall
+from universal_event.fake_models import FakeModelServer, Reply, ShellCall, Stall
 from universal_event.log import SessionLog
 from universal_event.parts import TextPart
 
@@ -113,3 +114,34 @@ def test_a_compaction_run_outside_leaves_what_claude_code_sends_next(tmp_path: P
     assert derived == [*sent, ("assistant", "Turn three after compaction.")]
     assert ("assistant", "Turn one done.") not in derived  # replaced, still in the log
     assert any("Turn one done." in str(getattr(e, "content", "")) for e in log.events())
+
+
+def test_a_turn_of_this_log_cut_before_any_reply_is_not_taken_for_one_run_elsewhere(
+    tmp_path: Path,
+) -> None:
+    """The second run times out on a stalled model: its prompt is in the transcript
+    with nothing of the log's native ids beside it. It is the log's own turn, not one
+    run elsewhere: the history holds it once, as Claude Code sends it.
+
+    Claude Code also answers the cut prompt, when the session is resumed, with a
+    placeholder of its own (``No response requested.``, model ``<synthetic>``) that it
+    writes to the transcript and does not stream: the log lacks that one message."""
+    steps = [Reply(text="One."), Stall(60, Reply(text="late")), Reply(text="Three.")]
+    log = SessionLog()
+    with FakeModelServer(steps) as server:
+        claude = runner("claude-code", server.url, tmp_path)
+        native = claude.run(log, "First question").native_session_id
+        cut = runner("claude-code", server.url, tmp_path, timeout=3).run(
+            log, "Second question", resume=native
+        )
+        assert isinstance(cut.error, RuntimeTimeoutError), cut.error
+        third = claude.run(log, "Third question", resume=native)
+        assert third.status == "completed", third.error
+        sent = server.model_requests()[-1]
+    assert not _from_transcript(log.events())
+    placeholder = ("assistant", "No response requested.")
+    sent_skeleton = anthropic_skeleton(sent.body)
+    assert sent_skeleton[3] == placeholder
+    assert log_skeleton(log.derive_messages())[:-1] == [
+        entry for entry in sent_skeleton if entry != placeholder
+    ]
