@@ -1100,17 +1100,35 @@ class CodexRunner:
         self, handle: Any, client: Any, adapter: Any, run_log: _RunLog, result: RunResult
     ) -> bool:
         """Log the turn's stream live; whether ``kill_when`` killed the app-server."""
+
+        def interrupt() -> bool:
+            handle.interrupt()
+            return True
+
+        return self._follow(handle.stream(), client, adapter, run_log, result, interrupt)
+
+    def _follow(
+        self,
+        notifications: Iterable[Any],
+        client: Any,
+        adapter: Any,
+        run_log: _RunLog,
+        result: RunResult,
+        interrupt: Callable[[], bool],
+    ) -> bool:
+        """Log ``notifications`` live, with the hooks (``interrupt_when`` calls
+        ``interrupt``, which says whether it could); whether ``kill_when`` killed the
+        app-server. The app-server dying ends it with ``result.error``."""
         from adapters._tap import tap
 
         interrupted = killed = False
         try:
-            for notification in tap(handle.stream(), adapter, run_log):
+            for notification in tap(notifications, adapter, run_log):
                 result.native.append(notification)
                 if self.on_native is not None:
                     self.on_native(notification)
                 if not interrupted and self.interrupt_when and self.interrupt_when(notification):
-                    interrupted = True
-                    handle.interrupt()
+                    interrupted = interrupt()
                 if not killed and self.kill_when and self.kill_when(notification):
                     killed = True
                     _kill(_codex_pid(client))
@@ -1128,25 +1146,30 @@ class CodexRunner:
         id is not given. The thread's own notifications are logged until it is idle
         again; the turn (its start and end, the ``compacted`` line, the compaction
         request's usage) comes from the rollout, which :meth:`reconcile` then takes the
-        history from.
+        history from. ``interrupt_when`` interrupts that turn, which the rollout names.
         """
-        from adapters._tap import tap
-
         known = _rollout_turn_ids(self.codex_home, thread_id)
         try:
             client.thread_compact(thread_id)
-            for notification in tap(_until_idle(client, thread_id), adapter, run_log):
-                result.native.append(notification)
-                if self.on_native is not None:
-                    self.on_native(notification)
-        except Exception as exc:  # refused, or the app-server died
+        except Exception as exc:  # refused
             result.error = exc
             return False
+
+        def interrupt() -> bool:
+            turn_id = _new_rollout_turn_id(self.codex_home, thread_id, known)
+            if turn_id is not None:
+                client.turn_interrupt(thread_id, turn_id)
+            return turn_id is not None
+
+        notifications = _until_idle(client, thread_id)
+        killed = self._follow(notifications, client, adapter, run_log, result, interrupt)
+        if result.error is not None:
+            return killed
         turn = _new_rollout_turn(self.codex_home, thread_id, known)
         if turn is not None:
             run_log.extend(_native_copy(e) for e in turn if _turn_bookkeeping(e))
             run_log.checkpoint()
-        return False
+        return killed
 
     def reconcile(self, log: SessionLog, run_log: _RunLog, result: RunResult) -> None:
         """Make the turn's logged history what Codex sent the model (its rollout file).
@@ -1213,6 +1236,21 @@ def _rollout_turn_ids(codex_home: Path, thread_id: str) -> set[str]:
     """The ids of the turns the thread's rollout holds so far."""
     events = _rollout_events(codex_home, thread_id)
     return {e.turn_id for e in events if isinstance(e, TurnStartEvent) and e.turn_id}
+
+
+def _new_rollout_turn_id(
+    codex_home: Path, thread_id: str, known: set[str], *, wait: float = 5.0
+) -> str | None:
+    """The id of a turn the thread's rollout holds that is not in ``known`` (read again,
+    up to ``wait`` seconds, until it does); None when it never does."""
+    deadline = time.monotonic() + wait
+    while True:
+        new = _rollout_turn_ids(codex_home, thread_id) - known
+        if new:
+            return min(new)
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.05)
 
 
 def _new_rollout_turn(

@@ -12,8 +12,11 @@ the ``input`` Codex sent in its next turn.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from adapters.openai_responses import render_request
 from tests.e2e._support import codex_conversation, comparable_item, of_type, runner
@@ -30,6 +33,7 @@ from universal_event.fake_models import (
     RecordedRequest,
     Reply,
     ShellCall,
+    Stall,
 )
 from universal_event.log import SessionLog
 from universal_event.messages import Message
@@ -193,3 +197,25 @@ def test_a_compaction_asked_outside_the_runner_is_applied_before_its_next_turn(
     texts = _assert_history_is_what_codex_sent_next(log, log.derive_messages()[:-2], requests[3])
     assert "It is 2." not in texts
     assert any("It is 2." in str(getattr(e, "content", "")) for e in log.events())  # kept
+
+
+@pytest.mark.parametrize("hook", ["interrupt_when", "kill_when"])
+def test_the_hooks_stop_a_codex_compaction(hook: str, tmp_path: Path) -> None:
+    """``interrupt_when`` during ``/compact`` interrupts the compaction's turn (named by
+    the rollout: its notifications do not name it), ``kill_when`` kills the app-server,
+    instead of waiting for the model: the run ends interrupted, the history is left as
+    it was."""
+    armed: list[bool] = []
+    steps = [Reply(text="Turn one done."), Stall(60, Reply(text=SUMMARY))]
+    log = SessionLog()
+    with FakeModelServer(steps) as server:
+        codex = runner("codex", server.url, tmp_path, **{hook: lambda _: bool(armed)})
+        first = codex.run(log, "First question")
+        armed.append(True)
+        started = time.monotonic()
+        compacted = codex.run(log, "/compact", resume=first.native_session_id)
+        elapsed = time.monotonic() - started
+    assert elapsed < 30
+    assert compacted.status == "interrupted", compacted.error
+    texts = [p.text for m in log.derive_messages() for p in m.content if isinstance(p, TextPart)]
+    assert texts == ["First question", "Turn one done."]
