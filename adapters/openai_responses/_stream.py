@@ -401,11 +401,16 @@ class OpenAIResponsesAdapter(Adapter):
             # after it is never read. Same event as the wire path; ``close`` then ends
             # the step ``failed``.
             return self._on_error(wire.StreamError(error=dict(body)))
+        # A dropped connection or a timeout: the error that ends the open response
+        # (``close`` then ends it ``failed``, as the other HTTP adapters do).
+        response = self._response
+        if response is not None:
+            response.error_reported = True
         return [
             self._event(
                 ErrorEvent,
                 "client_error",
-                None,
+                response.id if response else None,
                 message=str(exc) or type(exc).__name__,
                 code=type(exc).__name__,
                 retryable=True,
