@@ -34,7 +34,11 @@ def tap(stream: Iterable[T], log: EventLog, *, adapter: AnthropicAdapter | None 
     the SDK raises an in-stream ``error`` event (``overloaded_error``) as an exception,
     which is logged as that ``error`` event (code, retryable) before it propagates.
     Pass the conversation's adapter to keep an agent loop's requests in one turn.
+
+    The ``messages.stream(...)`` helper is tapped itself (its events), not its
+    ``text_stream``, which yields only the text: a :class:`TypeError` says so.
     """
+    _refuse_text_stream(stream)
     return tap_sdk_stream(stream, adapter or AnthropicAdapter(session_id=log_session_id(log)), log)
 
 
@@ -42,4 +46,18 @@ def atap(
     stream: AsyncIterable[T], log: EventLog, *, adapter: AnthropicAdapter | None = None
 ) -> AsyncTap[T]:
     """:func:`tap` for ``AsyncAnthropic`` streams (``async for``)."""
+    _refuse_text_stream(stream)
     return atap_sdk_stream(stream, adapter or AnthropicAdapter(session_id=log_session_id(log)), log)
+
+
+def _refuse_text_stream(stream: object) -> None:
+    """A ``MessageStream``'s ``text_stream`` holds none of the events the log needs (the
+    message's blocks, its ids, usage, the stop): each text would be kept as an unknown
+    native item and the reply itself lost."""
+    code = getattr(stream, "gi_code", None) or getattr(stream, "ag_code", None)
+    if getattr(code, "co_name", None) == "__stream_text__":
+        raise TypeError(
+            "tap() got a MessageStream's text_stream, which yields only the text: tap the "
+            "MessageStream itself (for event in tap(stream, log)) and take the text from "
+            "its 'text' events (event.type == 'text': event.text)"
+        )

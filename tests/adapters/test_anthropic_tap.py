@@ -133,3 +133,35 @@ def test_atap_logs_an_async_stream_like_tap() -> None:
     (error,) = _of_type(log.events(), ErrorEvent)
     assert error.code == "overloaded_error"
     assert {event.session_id for event in log.events()} == {"s-async"}
+
+
+def test_a_message_streams_text_stream_is_refused_and_the_stream_itself_is_tapped() -> None:
+    """``text_stream`` holds only the text: tapping it would lose the reply, so it is
+    refused by name; the helper itself is tapped and its ``text`` events carry the text."""
+    end = (
+        b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
+        b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":'
+        b'"end_turn"},"usage":{"output_tokens":3}}\n\n'
+        b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+    )
+    request = {key: value for key, value in REQUEST.items() if key != "stream"}
+    log = SessionLog()
+    with respx.mock(base_url=BASE) as router:
+        _streamed(router, START + end)
+        with _client().messages.stream(**request) as stream:  # type: ignore[arg-type]
+            with pytest.raises(TypeError, match="text_stream"):
+                tap(stream.text_stream, log)
+            texts = [event.text for event in tap(stream, log) if event.type == "text"]
+    assert texts == ["Hello "]
+    (message,) = _of_type(log.events(), AssistantMessageEvent)
+    assert message.content == [TextPart(text="Hello ")] and message.status == "complete"
+
+    async def refused() -> None:
+        client = anthropic.AsyncAnthropic(api_key="test", base_url=BASE, max_retries=0)
+        with respx.mock(base_url=BASE) as router:
+            _streamed(router, START + end)
+            async with client.messages.stream(**request) as stream:  # type: ignore[arg-type]
+                atap(stream.text_stream, SessionLog())
+
+    with pytest.raises(TypeError, match="text_stream"):
+        asyncio.run(refused())
