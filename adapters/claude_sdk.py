@@ -72,8 +72,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
 
 import msgspec
 
@@ -86,7 +87,9 @@ from adapters._base import (
     str_or_none,
     text_value,
 )
-from adapters._tap import finish_open_taps
+from adapters._tap import AsyncTap, EventLog, Tap, finish_open_taps, log_session_id
+from adapters._tap import atap as generic_atap
+from adapters._tap import tap as generic_tap
 from adapters._usage import anthropic_usage
 from adapters.anthropic._request import user_part
 from adapters.anthropic._stream import AnthropicAdapter, assistant_parts, whole_block
@@ -96,6 +99,7 @@ from universal_event.events import (
     AssistantMessageEvent,
     ErrorEvent,
     Event,
+    EventBase,
     RequestHeaderEvent,
     SessionStartEvent,
     StepEndEvent,
@@ -111,9 +115,13 @@ from universal_event.events import (
     TurnStatus,
     UserMessageEvent,
 )
+from universal_event.log import SessionLog
 from universal_event.parts import Provenance, ResultPart, TextPart, UserPart
+from universal_event.runtimes import ClaudeCompaction
 
-__all__ = ["ClaudeCodeAdapter", "ClaudeTranscriptAdapter", "sdk_message_to_line"]
+__all__ = ["ClaudeCodeAdapter", "ClaudeTranscriptAdapter", "atap", "sdk_message_to_line", "tap"]
+
+T = TypeVar("T")
 
 
 SYNTHETIC_MODEL = "<synthetic>"
@@ -1153,3 +1161,64 @@ def sdk_message_to_line(message: Any) -> dict[str, Any] | None:
     if isinstance(data, Mapping):  # SystemMessage and its task subclasses
         return {"type": "system", "subtype": getattr(message, "subtype", None), **data}
     return None
+
+
+# ---------------------------------------------------------------------- taps
+
+
+def tap(
+    stream: Iterable[T],
+    log: EventLog,
+    *,
+    adapter: ClaudeCodeAdapter | None = None,
+    home: Path | None = None,
+) -> Tap[T]:
+    """Iterate a ``claude_agent_sdk`` message stream unchanged while its events go to
+    ``log`` (``for message in tap(client.receive_response(), log): ...``): the generic
+    :func:`adapters._tap.tap`, plus what is Claude Code's own. A compaction in the
+    stream (``/compact``, or Claude Code's automatic one) leaves the history what Claude
+    Code sends next: its summary replaces what came before it but the messages it
+    preserved (:class:`~universal_event.runtimes.ClaudeCompaction`; ``home`` is the
+    CLI's ``$HOME``, where its transcripts say which messages those are; default this
+    process's). Pass the session's adapter to keep one across streams.
+    """
+    adapter = adapter or ClaudeCodeAdapter(session_id=log_session_id(log))
+    return generic_tap(stream, adapter, _following_compactions(log, home))
+
+
+def atap(
+    stream: AsyncIterable[T],
+    log: EventLog,
+    *,
+    adapter: ClaudeCodeAdapter | None = None,
+    home: Path | None = None,
+) -> AsyncTap[T]:
+    """:func:`tap` for the async iterators the SDK gives (``query()``,
+    ``ClaudeSDKClient.receive_response()``)."""
+    adapter = adapter or ClaudeCodeAdapter(session_id=log_session_id(log))
+    return generic_atap(stream, adapter, _following_compactions(log, home))
+
+
+def _following_compactions(log: EventLog, home: Path | None) -> EventLog:
+    """``log``, with a compaction's summary logged as a replace (a log without a surface
+    to replace in is given the events as they are)."""
+    if not isinstance(log, SessionLog):
+        return log
+    return _CompactionsFollowed(log, ClaudeCompaction(home=home))
+
+
+class _CompactionsFollowed:
+    """A :class:`SessionLog` whose events pass through a :class:`ClaudeCompaction` first,
+    one by one (a summary's range is taken on the surface of what was logged before
+    it)."""
+
+    def __init__(self, log: SessionLog, compaction: ClaudeCompaction) -> None:
+        self.log = log
+        self.session_id = log.session_id
+        self._compaction = compaction
+
+    def extend(self, events: Iterable[EventBase]) -> Sequence[EventBase]:
+        return [self.log.append(self._compaction.take(event, self.log)) for event in events]
+
+    def checkpoint(self) -> int:
+        return self.log.checkpoint()

@@ -161,10 +161,10 @@ def _compaction_log(preserved: list[str], transcript: Path | None) -> list[str]:
     from universal_event.events import AssistantMessageEvent, NativeUnknownEvent, Source
     from universal_event.events import UserMessageEvent as User
     from universal_event.parts import TextPart
-    from universal_event.runtimes import _ClaudeCompaction
+    from universal_event.runtimes import ClaudeCompaction
 
     log = SessionLog()
-    run_log = _RunLog(log, [], None, _ClaudeCompaction(lambda: transcript))
+    run_log = _RunLog(log, [], None, ClaudeCompaction(lambda: transcript))
     run_log.extend(
         [
             User(

@@ -82,6 +82,7 @@ __all__ = [
     "ClaudeCodeRunner",
     "CodexRunner",
     "DEFAULT_TIMEOUT",
+    "ClaudeCompaction",
     "RunResult",
     "bundled_claude",
     "bundled_codex",
@@ -394,7 +395,7 @@ class _RunLog:
         log: SessionLog,
         sink: list[Event],
         on_event: Callable[[Event], None] | None,
-        compaction: _ClaudeCompaction | None = None,
+        compaction: ClaudeCompaction | None = None,
     ):
         self.log = log
         self.sink = sink
@@ -439,8 +440,8 @@ class _RunLog:
         return self.log.checkpoint()
 
 
-class _ClaudeCompaction:
-    """A ``/compact`` (or an automatic compaction) in a live Claude Code run.
+class ClaudeCompaction:
+    """A ``/compact`` (or an automatic compaction) in a live Claude Code stream.
 
     Claude Code then sends the summary it logs next (a synthetic user message), the
     messages the compaction preserved (``compact_metadata.preserved_messages``: the end
@@ -448,12 +449,20 @@ class _ClaudeCompaction:
     logged as a replace of the surface before the first preserved message (the earlier
     runs' messages included: they are in the log, not in this run's adapter). Preserved
     entries are named by transcript uuid: a user message or tool result has it as its
-    native id, an assistant message its ``message.id``, which the transcript
-    (``transcript``) gives for the uuid.
+    native id, an assistant message its ``message.id``, which the transcript gives for
+    the uuid: ``transcript`` names it, or else it is found under ``home`` (the CLI's
+    ``$HOME``; default this process's) from the log's last ``session/start`` (its native
+    session and ``cwd``), as Claude Code files it (:func:`claude_project_dir`).
+
+    The runner applies it to every event it logs; a ``claude_agent_sdk`` user gets it
+    from :func:`adapters.claude_sdk.tap`.
     """
 
-    def __init__(self, transcript: Callable[[], Path | None]) -> None:
+    def __init__(
+        self, transcript: Callable[[], Path | None] | None = None, *, home: Path | None = None
+    ) -> None:
         self._transcript = transcript
+        self._home = home
         self._preserved: set[str] | None = None
         """The preserved entries' uuids, from a boundary until its summary is logged."""
 
@@ -470,7 +479,7 @@ class _ClaudeCompaction:
         return event
 
     def _replaced(self, log: SessionLog, preserved: set[str]) -> Surface | None:
-        ids = preserved | self._message_ids(preserved)
+        ids = preserved | self._message_ids(preserved, log)
         seqs = log.surface_seqs()
         kept = next(
             (i for i, seq in enumerate(seqs) if _native_id(log.events(seq, seq + 1)[0]) in ids),
@@ -478,12 +487,24 @@ class _ClaudeCompaction:
         )
         return Surface(op="replace", start=seqs[0], end=seqs[kept - 1]) if kept else None
 
-    def _message_ids(self, uuids: set[str]) -> set[str]:
+    def _transcript_of(self, log: SessionLog) -> Path | None:
+        if self._transcript is not None:
+            return self._transcript()
+        started = [
+            e for e in log.events() if isinstance(e, SessionStartEvent) and e.native_session_id
+        ]
+        if not started or not started[-1].cwd:
+            return None
+        home = self._home or Path.home()
+        project = claude_project_dir(home, Path(started[-1].cwd))
+        return project / f"{started[-1].native_session_id}.jsonl"
+
+    def _message_ids(self, uuids: set[str], log: SessionLog) -> set[str]:
         """The ``message.id`` of the transcript's entries ``uuids`` (assistant ones)."""
         found: set[str] = set()
         if not uuids:
             return found
-        for entry in _transcript_entries(self._transcript()):
+        for entry in _transcript_entries(self._transcript_of(log)):
             uuid, message = entry.get("uuid"), entry.get("message")
             if isinstance(uuid, str) and uuid in uuids and isinstance(message, dict):
                 if isinstance(message.get("id"), str):
@@ -679,7 +700,7 @@ class ClaudeCodeRunner:
             native = result.native_session_id
             return None if native is None else self.transcript_path(native)
 
-        run_log = _RunLog(log, result.events, self.on_event, _ClaudeCompaction(transcript))
+        run_log = _RunLog(log, result.events, self.on_event, ClaudeCompaction(transcript))
         adapter = ClaudeCodeAdapter(session_id=log.session_id)
         options = ClaudeAgentOptions(
             model=self.model,
