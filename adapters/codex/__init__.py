@@ -59,7 +59,8 @@ Parts gathered before it was known get it when their message is emitted.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 from adapters._tap import EventLog, log_session_id
@@ -68,6 +69,9 @@ from adapters._tap import tap as generic_tap
 from adapters.codex._core import codex_usage
 from adapters.codex._live import CodexAdapter, notification_to_line
 from adapters.codex._rollout import CodexRolloutAdapter
+from universal_event.events import Event, EventBase, TurnEndEvent
+from universal_event.log import SessionLog
+from universal_event.runtimes import codex_rollout_turn, reconcile_codex_turn
 
 __all__ = [
     "CodexAdapter",
@@ -81,19 +85,73 @@ __all__ = [
 T = TypeVar("T")
 
 
-def tap(stream: Iterable[T], log: EventLog, *, adapter: CodexAdapter | None = None) -> Iterator[T]:
+def tap(
+    stream: Iterable[T],
+    log: EventLog,
+    *,
+    adapter: CodexAdapter | None = None,
+    codex_home: Path | None = None,
+    thread_id: str | None = None,
+) -> Iterator[T]:
     """Iterate an ``openai_codex`` turn stream unchanged while its events go to ``log``.
 
     ``for notification in tap(handle.stream(), log): ...`` — each ``Notification`` is
     normalised and logged (checkpointed when a turn ends or a tool call is logged) before
     the caller sees it; a stream cut short closes the turn as interrupted. Pass the
     thread's adapter to keep its model and state across turns.
+
+    With ``codex_home`` (the app-server's ``CODEX_HOME``) and ``thread_id``
+    (``handle.thread_id``), each turn that ends is made what Codex sent the model, from
+    the thread's rollout (:func:`~universal_event.runtimes.reconcile_codex_turn`, as the
+    runner does): the exact function calls and tool outputs of a thread without raw
+    events, a compaction's history.
     """
-    return generic_tap(stream, adapter or CodexAdapter(session_id=log_session_id(log)), log)
+    adapter = adapter or CodexAdapter(session_id=log_session_id(log))
+    return generic_tap(stream, adapter, _reconciling(log, codex_home, thread_id))
 
 
 def atap(
-    stream: AsyncIterable[T], log: EventLog, *, adapter: CodexAdapter | None = None
+    stream: AsyncIterable[T],
+    log: EventLog,
+    *,
+    adapter: CodexAdapter | None = None,
+    codex_home: Path | None = None,
+    thread_id: str | None = None,
 ) -> AsyncIterator[T]:
     """:func:`tap` for the async SDK's turn stream (``AsyncTurnHandle.stream()``)."""
-    return generic_atap(stream, adapter or CodexAdapter(session_id=log_session_id(log)), log)
+    adapter = adapter or CodexAdapter(session_id=log_session_id(log))
+    return generic_atap(stream, adapter, _reconciling(log, codex_home, thread_id))
+
+
+def _reconciling(log: EventLog, codex_home: Path | None, thread_id: str | None) -> EventLog:
+    """``log``, each turn reconciled with its rollout when it ends (given where)."""
+    if codex_home is None or thread_id is None or not isinstance(log, SessionLog):
+        return log
+    return _TurnsReconciled(log, codex_home, thread_id)
+
+
+class _TurnsReconciled:
+    """A :class:`SessionLog` that reconciles each turn with the thread's rollout once the
+    turn's end is logged (the rollout is read again, briefly, until it holds that end)."""
+
+    def __init__(self, log: SessionLog, codex_home: Path, thread_id: str) -> None:
+        self.log = log
+        self.session_id = log.session_id
+        self._codex_home = codex_home
+        self._thread_id = thread_id
+
+    def extend(self, events: Iterable[EventBase]) -> Sequence[EventBase]:
+        logged = list(self.log.extend(events))
+        for event in logged:
+            if isinstance(event, TurnEndEvent) and event.turn_id is not None:
+                logged += self._reconciled(event.turn_id)
+        return logged
+
+    def _reconciled(self, turn_id: str) -> list[Event]:
+        rollout = codex_rollout_turn(self._codex_home, self._thread_id, turn_id)
+        if rollout is None:
+            return []
+        return reconcile_codex_turn(self.log, self.log.events(), rollout)
+
+    def checkpoint(self) -> int:
+        return self.log.checkpoint()

@@ -1,0 +1,93 @@
+"""An ``openai_codex`` client of one's own (no runner), its turn streams logged with
+``adapters.codex.tap(..., codex_home=, thread_id=)``: each turn is reconciled with the
+thread's rollout as the runner reconciles it, so the history derived from the log is
+the ``input`` Codex sends in its next request (the real CLI, offline against the fake
+model). Without raw events the stream shows a command and its plain output, not the
+``exec_command`` call and the wrapped output the model was sent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from adapters.codex import CodexAdapter, tap
+from adapters.openai_responses import render_request
+from tests.e2e._support import codex_conversation, comparable_item, runner
+from universal_event.events import AssistantMessageEvent, RequestHeaderEvent, WarningEvent
+from universal_event.fake_models import FakeModelServer, Reply, ShellCall
+from universal_event.log import SessionLog
+from universal_event.parts import ToolCallPart
+from universal_event.runtimes import bundled_codex, write_launcher
+
+STEPS = [
+    Reply(thinking="Plan bc.", text="Running it.", calls=[ShellCall("echo 1+1 | bc")]),
+    Reply(text="It is 2."),
+    Reply(text="Thanks back."),
+]
+
+
+Items = list[dict[str, object]]
+
+
+def _converse(tmp_path: Path, log: SessionLog, *, reconciled: bool) -> tuple[Items, Items]:
+    """Two turns on a new thread started without raw events; the history derived before
+    the second, rendered for the same model, and the conversation Codex sent in it."""
+    from openai_codex import Codex, CodexConfig
+    from openai_codex.api import Thread
+
+    with FakeModelServer(STEPS) as server:
+        codex_runner = runner("codex", server.url, tmp_path)
+        codex_runner.write_config()
+        codex_runner.cwd.mkdir(parents=True, exist_ok=True)
+        binary = bundled_codex()
+        assert binary is not None
+        launcher = write_launcher(tmp_path / "bin" / "codex", binary, codex_runner.env())
+        config = CodexConfig(
+            codex_bin=str(launcher), cwd=str(codex_runner.cwd), env=codex_runner.env()
+        )
+        adapter = CodexAdapter(session_id=log.session_id, model=codex_runner.model)
+        history = []
+        with Codex(config=config) as codex:
+            client = codex._client
+            started = client.thread_start(
+                {
+                    "approvalPolicy": "never",
+                    "sandbox": "danger-full-access",
+                    "model": codex_runner.model,
+                    "cwd": str(codex_runner.cwd),
+                }
+            )
+            thread_id = started.thread.id
+            for prompt in ("Use the shell to compute 1+1 with bc", "Thanks"):
+                history = log.derive_messages()
+                handle = Thread(client, thread_id).turn(prompt)
+                where = {"codex_home": codex_runner.codex_home, "thread_id": thread_id}
+                for _ in tap(
+                    handle.stream(), log, adapter=adapter, **(where if reconciled else {})
+                ):
+                    pass
+        sent = server.model_requests()[2]
+    header = RequestHeaderEvent(
+        provider="openai", api="responses", model="gpt-5.5", sampling={"store": False}
+    )
+    rendered = render_request(history, header)["input"]
+    conversation = codex_conversation(sent.body["input"])[: len(rendered)]
+    return [comparable_item(i) for i in rendered], [comparable_item(i) for i in conversation]
+
+
+def test_a_turn_tapped_with_its_rollout_is_logged_as_codex_sent_it(tmp_path: Path) -> None:
+    log = SessionLog()
+    rendered, sent = _converse(tmp_path / "with", log, reconciled=True)
+    assert rendered == sent
+    assert not [e for e in log.events() if isinstance(e, WarningEvent)]
+    calls = [
+        part
+        for e in log.events()
+        if isinstance(e, AssistantMessageEvent)
+        for part in e.content
+        if isinstance(part, ToolCallPart)
+    ]
+    assert "exec_command" in {call.name for call in calls}  # the call the model made
+
+    # The stream alone (no rollout): the history is not what Codex sent.
+    rendered, sent = _converse(tmp_path / "without", SessionLog(), reconciled=False)
+    assert rendered != sent
