@@ -30,7 +30,7 @@ from universal_event.events import (
     Event,
     ToolResultEvent,
 )
-from universal_event.fake_models import RecordedRequest, anthropic_blocks
+from universal_event.fake_models import RecordedRequest, Reply, anthropic_blocks
 from universal_event.handoff import RuntimePlaces, make_runner
 from universal_event.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from universal_event.parts import TextPart, ThinkingPart, ToolCallPart
@@ -166,6 +166,63 @@ def _part_key(part: Any) -> Any:
 
 
 # ---------------------------------------------------------------- what the runtime sent back
+
+
+def claude_sent_texts(request: RecordedRequest) -> list[tuple[str, str]]:
+    """(role, text) of each text block of an Anthropic request's messages, without
+    Claude Code's ``<system-reminder>`` blocks (trailing newlines dropped)."""
+    out = []
+    for message in request.body["messages"]:
+        content = message["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        for block in blocks:
+            if block["type"] == "text" and not block["text"].startswith("<system-reminder>"):
+                out.append((message["role"], block["text"].rstrip("\n")))
+    return out
+
+
+def derived_texts(messages: Iterable[Message]) -> list[tuple[str, str]]:
+    """(role, text) of each text part of a derived history (trailing newlines dropped)."""
+    return [
+        (str(message.__struct_config__.tag), part.text.rstrip("\n"))
+        for message in messages
+        for part in message.content
+        if isinstance(part, TextPart)
+    ]
+
+
+COMPACTION_SUMMARY = "SUMMARY: two questions, both answered."
+AUTO_COMPACT_LIMITS = {
+    "CLAUDE_CODE_AUTO_COMPACT_WINDOW": "100000",
+    "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "10",
+}
+"""Claude Code's own variables, lowered so that a reply reporting 60k input tokens
+makes it compact before the next turn."""
+
+
+def claude_compaction_steps(*, automatic: bool = False) -> list[Reply]:
+    """Two turns, the summary (Claude Code asks for it twice), the turn after; with
+    ``automatic`` the second reply reports enough input tokens for Claude Code to
+    compact by itself (:data:`AUTO_COMPACT_LIMITS`)."""
+    return [
+        Reply(text="Turn one done."),
+        Reply(text="Turn two done.", input_tokens=60_000 if automatic else 100),
+        Reply(text=COMPACTION_SUMMARY),
+        Reply(text=COMPACTION_SUMMARY),
+        Reply(text="Turn three after compaction."),
+    ]
+
+
+def assert_claude_compaction_followed(log: Any, next_request: RecordedRequest) -> None:
+    """The oracle after the compaction of :func:`claude_compaction_steps`: the history
+    derived from ``log`` is what Claude Code sent next (the summary first), then the
+    last reply; turn one's reply is off the surface but still in the log."""
+    sent = claude_sent_texts(next_request)
+    derived = derived_texts(log.derive_messages())
+    assert COMPACTION_SUMMARY in sent[0][1]
+    assert derived == [*sent, ("assistant", "Turn three after compaction.")]
+    assert ("assistant", "Turn one done.") not in derived
+    assert any("Turn one done." in str(getattr(e, "content", "")) for e in log.events())
 
 
 def claude_sent_results(request: RecordedRequest) -> dict[str, tuple[str, bool]]:

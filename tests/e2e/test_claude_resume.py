@@ -6,9 +6,15 @@ sends then (the oracle: that turn's request, with the real CLI)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from tests.e2e._support import anthropic_skeleton, log_skeleton, of_type, runner
+from tests.e2e._support import (
+    anthropic_skeleton,
+    assert_claude_compaction_followed,
+    claude_compaction_steps,
+    log_skeleton,
+    of_type,
+    runner,
+)
 from universal_event.errors import RuntimeTimeoutError
 from universal_event.events import (
     Event,
@@ -24,19 +30,6 @@ from universal_event.parts import TextPart
 
 def _from_transcript(events: list[Event]) -> list[Event]:
     return [e for e in events if e.source is not None and e.source.native_type == "transcript"]
-
-
-def _texts(message_content: Any) -> list[str]:
-    blocks = (
-        [{"type": "text", "text": message_content}]
-        if isinstance(message_content, str)
-        else message_content
-    )
-    return [
-        block["text"].rstrip("\n")
-        for block in blocks
-        if block["type"] == "text" and not block["text"].startswith("<system-reminder>")
-    ]
 
 
 def test_turns_run_outside_the_runner_are_logged_before_its_next_turn(tmp_path: Path) -> None:
@@ -81,14 +74,7 @@ def test_a_compaction_run_outside_leaves_what_claude_code_sends_next(tmp_path: P
     """``/compact`` run elsewhere replaces, in the transcript, what Claude Code sent
     before: this log's surface becomes what the transcript shows (the summary and
     what it keeps). What it replaced stays in the log."""
-    summary = "SUMMARY: two questions, both answered."
-    steps = [
-        Reply(text="Turn one done."),
-        Reply(text="Turn two done."),
-        Reply(text=summary),  # Claude Code asks for the summary twice
-        Reply(text=summary),
-        Reply(text="Turn three after compaction."),
-    ]
+    steps = claude_compaction_steps()
     log, elsewhere = SessionLog(), SessionLog()
     with FakeModelServer(steps) as server:
         claude = runner("claude-code", server.url, tmp_path)
@@ -101,19 +87,7 @@ def test_a_compaction_run_outside_leaves_what_claude_code_sends_next(tmp_path: P
         assert third.status == "completed", third.error
         requests = server.model_requests()
     assert len(requests) == 5
-    sent = [
-        (m["role"], text) for m in requests[-1].body["messages"] for text in _texts(m["content"])
-    ]
-    derived = [
-        (str(message.__struct_config__.tag), part.text.rstrip("\n"))
-        for message in log.derive_messages()
-        for part in message.content
-        if isinstance(part, TextPart)
-    ]
-    assert summary in sent[0][1]
-    assert derived == [*sent, ("assistant", "Turn three after compaction.")]
-    assert ("assistant", "Turn one done.") not in derived  # replaced, still in the log
-    assert any("Turn one done." in str(getattr(e, "content", "")) for e in log.events())
+    assert_claude_compaction_followed(log, requests[-1])
 
 
 def test_a_turn_of_this_log_cut_before_any_reply_is_not_taken_for_one_run_elsewhere(

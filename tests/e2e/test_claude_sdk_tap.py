@@ -7,11 +7,14 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from tests.e2e._support import runner
-from tests.e2e.test_claude_resume import _texts
-from universal_event.fake_models import FakeModelServer, Reply
+from tests.e2e._support import (
+    AUTO_COMPACT_LIMITS,
+    assert_claude_compaction_followed,
+    claude_compaction_steps,
+    runner,
+)
+from universal_event.fake_models import FakeModelServer
 from universal_event.log import SessionLog
-from universal_event.parts import TextPart
 
 
 def test_a_compaction_in_an_sdk_stream_tapped_without_the_runner_is_followed(
@@ -26,18 +29,10 @@ def test_a_compaction_in_an_sdk_stream_tapped_without_the_runner_is_followed(
     from adapters.claude_sdk import ClaudeCodeAdapter, atap
     from universal_event.runtimes import CLAUDE_SDK_VARIABLES, bundled_claude, write_launcher
 
-    summary = "SUMMARY: two questions, both answered."
-    steps = [
-        Reply(text="Turn one done."),
-        Reply(text="Turn two done.", input_tokens=60_000),
-        Reply(text=summary),  # Claude Code asks for the summary twice
-        Reply(text=summary),
-        Reply(text="Turn three after compaction."),
-    ]
-    limits = {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "100000", "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "10"}
+    steps = claude_compaction_steps(automatic=True)
     log = SessionLog()
     with FakeModelServer(steps) as server:
-        claude = runner("claude-code", server.url, tmp_path, extra_env=limits)
+        claude = runner("claude-code", server.url, tmp_path, extra_env=AUTO_COMPACT_LIMITS)
         binary = bundled_claude()
         assert binary is not None
         launcher = write_launcher(
@@ -66,15 +61,4 @@ def test_a_compaction_in_an_sdk_stream_tapped_without_the_runner_is_followed(
         asyncio.run(converse())
         requests = server.model_requests()
     assert len(requests) == 5
-    sent = [
-        (m["role"], text) for m in requests[-1].body["messages"] for text in _texts(m["content"])
-    ]
-    derived = [
-        (str(message.__struct_config__.tag), part.text.rstrip("\n"))
-        for message in log.derive_messages()
-        for part in message.content
-        if isinstance(part, TextPart)
-    ]
-    assert summary in sent[0][1]
-    assert derived == [*sent, ("assistant", "Turn three after compaction.")]
-    assert any("Turn one done." in str(getattr(e, "content", "")) for e in log.events())
+    assert_claude_compaction_followed(log, requests[-1])

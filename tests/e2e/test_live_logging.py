@@ -12,9 +12,13 @@ from typing import Any
 import pytest
 
 from tests.e2e._support import (
+    AUTO_COMPACT_LIMITS,
+    COMPACTION_SUMMARY,
     RUNTIMES,
+    assert_claude_compaction_followed,
     assert_claude_message_is_what_server_sent,
     assert_codex_message_is_what_server_sent,
+    claude_compaction_steps,
     claude_sent_results,
     codex_sent_results,
     command_output,
@@ -242,14 +246,8 @@ def test_a_claude_compaction_run_leaves_what_claude_code_sends_next(tmp_path: An
     three's) is the oracle. The earlier turns and the prompt stay in the log."""
     from universal_event.events import UserMessageEvent
 
-    summary = "SUMMARY: two questions, both answered."
-    steps = [
-        Reply(text="Turn one done."),
-        Reply(text="Turn two done."),
-        Reply(text=summary),  # Claude Code asks for the summary twice
-        Reply(text=summary),
-        Reply(text="Turn three after compaction."),
-    ]
+    summary = COMPACTION_SUMMARY
+    steps = claude_compaction_steps()
     with FakeModelServer(steps) as server:
         claude = runner("claude-code", server.url, tmp_path)
         log = SessionLog()
@@ -293,17 +291,9 @@ def test_an_automatic_claude_compaction_leaves_what_claude_code_sends_next(tmp_p
     variables; the fake model reports 60k input tokens): the summary replaces what came
     before it but the preserved message, as with ``/compact``; the next request is the
     oracle."""
-    summary = "SUMMARY: two questions, both answered."
-    steps = [
-        Reply(text="Turn one done."),
-        Reply(text="Turn two done.", input_tokens=60_000),
-        Reply(text=summary),  # Claude Code asks for the summary twice
-        Reply(text=summary),
-        Reply(text="Turn three after compaction."),
-    ]
-    limits = {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "100000", "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "10"}
+    steps = claude_compaction_steps(automatic=True)
     with FakeModelServer(steps) as server:
-        claude = runner("claude-code", server.url, tmp_path, extra_env=limits)
+        claude = runner("claude-code", server.url, tmp_path, extra_env=AUTO_COMPACT_LIMITS)
         log = SessionLog()
         native = claude.run(log, "First question").native_session_id
         for prompt in ("Second question", "Third question"):
@@ -316,24 +306,4 @@ def test_an_automatic_claude_compaction_leaves_what_claude_code_sends_next(tmp_p
     ]
     assert len(boundaries) == 1
 
-    def texts(content: Any) -> list[str]:
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-        return [
-            block["text"].rstrip("\n")
-            for block in blocks
-            if block["type"] == "text" and not block["text"].startswith("<system-reminder>")
-        ]
-
-    sent = [
-        (m["role"], text) for m in requests[-1].body["messages"] for text in texts(m["content"])
-    ]
-    derived = [
-        (str(message.__struct_config__.tag), part.text.rstrip("\n"))
-        for message in log.derive_messages()
-        for part in message.content
-        if isinstance(part, TextPart)
-    ]
-    assert summary in sent[0][1]
-    assert derived == [*sent, ("assistant", "Turn three after compaction.")]
-    assert ("assistant", "Turn one done.") not in derived  # replaced, still in the log
-    assert any("Turn one done." in str(getattr(e, "content", "")) for e in log.events())
+    assert_claude_compaction_followed(log, requests[-1])
