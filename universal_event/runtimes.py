@@ -1100,17 +1100,16 @@ class CodexRunner:
         that compacted takes the surface from its compaction on; what it sent before that
         is logged hidden (:func:`_take_record_surface`).
         """
-        events = _rollout_events(self.codex_home, thread)
         known = {e.turn_id for e in log.events() if isinstance(e, TurnStartEvent | TurnEndEvent)}
-        order = [e.turn_id for e in events if isinstance(e, TurnStartEvent) and e.turn_id]
-        last_known = max((i for i, turn in enumerate(order) if turn in known), default=None)
+        turns = _turns(_rollout_events(self.codex_home, thread))
+        last_known = max(
+            (i for i, turn in enumerate(turns) if turn[0].turn_id in known), default=None
+        )
         if last_known is None:
             return
-        ended = {e.turn_id for e in events if isinstance(e, TurnEndEvent)}
-        for turn_id in order[last_known + 1 :]:
-            if turn_id not in ended:
+        for turn in turns[last_known + 1 :]:
+            if not any(isinstance(e, TurnEndEvent) for e in turn):
                 return  # still running elsewhere, or cut: nothing after it is whole
-            turn = [e for e in events if e.turn_id == turn_id]
             compacted = _after_last_compaction(turn)
             if compacted is None:
                 run_log.extend(_native_copy(e) for e in turn if _turn_kept(e))
@@ -1345,7 +1344,7 @@ def reconcile_codex_turn(
 
     ``logged`` are the events the live run logged, ``rollout`` the same turn's events
     from the rollout (:func:`codex_rollout_turn`). A turn Codex compacted is taken from
-    the rollout whole (:func:`_adopt_compaction`). Otherwise messages are paired
+    the rollout from its compaction on (:func:`_adopt_surface`). Otherwise messages are paired
     in order, results by call id within each run of results: a resumed thread streams a
     response's results in the order its commands ran, the rollout holds them in the
     model's order. When the two do not pair (a turn cut mid-message), nothing is
@@ -1355,7 +1354,10 @@ def reconcile_codex_turn(
     """
     compacted = _after_last_compaction(rollout)
     if compacted is not None:
-        return _adopt_compaction(log, compacted)
+        # The live stream shows a compaction only as a ``contextCompaction`` item, not
+        # the history that replaces the conversation (the ``compacted`` line's
+        # ``replacement_history``); from it on, the rollout holds what Codex sent.
+        return _adopt_surface(log, compacted, "rollout")
     rollout = [e for e in rollout if isinstance(e, AssistantMessageEvent | ToolResultEvent)]
     turn_id = rollout[0].turn_id if rollout else None
     on_surface = set(log.surface_seqs())
@@ -1405,19 +1407,6 @@ Record = Literal["rollout", "transcript"]
 """A runtime's own record of a session: a Codex rollout, a Claude Code transcript."""
 
 _RECORD_RUNTIMES: dict[str, str] = {"rollout": "codex", "transcript": "claude-code"}
-
-
-def _adopt_compaction(log: SessionLog, compacted: Sequence[SurfaceEvent]) -> list[Event]:
-    """Make the surface what Codex sends after compacting inside a turn (automatically,
-    past ``model_auto_compact_token_limit``).
-
-    The live stream shows a compaction only as a ``contextCompaction`` item: not the
-    history that replaces the conversation (the user messages kept and the summary, in
-    the ``compacted`` line's ``replacement_history``). From the compaction on, the
-    rollout holds exactly what Codex sent, so the surface becomes the rollout's events
-    from there (:func:`_adopt_surface`).
-    """
-    return _adopt_surface(log, compacted, "rollout")
 
 
 def _adopt_surface(log: SessionLog, sent: Sequence[SurfaceEvent], record: Record) -> list[Event]:

@@ -142,9 +142,9 @@ class _TurnsReconciled:
 
     def extend(self, events: Iterable[EventBase]) -> Sequence[EventBase]:
         logged = list(self.log.extend(events))
-        for event in logged:
-            if isinstance(event, TurnEndEvent) and event.turn_id is not None:
-                logged += self._reconciled(event.turn_id)
+        ended = [e.turn_id for e in logged if isinstance(e, TurnEndEvent) and e.turn_id]
+        for turn_id in ended:
+            logged += self._reconciled(turn_id)
         return logged
 
     def _reconciled(self, turn_id: str) -> list[Event]:
