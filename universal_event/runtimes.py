@@ -533,6 +533,70 @@ def _command_sent(
     return [log.replace(logged[0].seq, logged[0].seq, sent)]
 
 
+def _placeholder_sent(
+    log: SessionLog, prompt: Sequence[EventBase], transcript: Path | None, start: int = 0
+) -> list[Event]:
+    """Log the reply Claude Code makes up, when a session is resumed, for a prompt that a
+    cut run left unanswered (``No response requested.``, model ``<synthetic>``): it
+    writes it to the transcript (from byte ``start``: what this run wrote) and does not
+    stream it, and sends it before this run's prompt. So it goes on the surface where
+    this run's prompt began, and the run's events from the prompt on are shown again
+    after it (a replace puts one event in a range's place; those events stay in the
+    log). Nothing when the run wrote no such reply."""
+    logged = [e for e in prompt if isinstance(e, UserMessageEvent)]
+    shown = log.surface_seqs()
+    if len(logged) != 1 or logged[0].seq not in shown:
+        return []
+    at = shown.index(logged[0].seq)
+    events = log.events()
+    before = events[shown[at - 1]].turn_id if at else None
+    replies = _unstreamed_placeholders(transcript, start, before)
+    if not replies:
+        return []
+    rest = [*replies[1:], *(_shown_again(events[seq]) for seq in shown[at:])]
+    return [log.replace(shown[at], shown[-1], replies[0]), *(log.append(e) for e in rest)]
+
+
+def _unstreamed_placeholders(
+    transcript: Path | None, start: int, turn_id: str | None
+) -> list[AssistantMessageEvent]:
+    """The made-up replies (model ``<synthetic>``) a transcript holds from byte ``start``
+    before its first user entry there (this run's prompt), as events of turn
+    ``turn_id`` (the cut one's)."""
+    from adapters.claude_sdk import SYNTHETIC_MODEL
+
+    replies = []
+    for entry in _transcript_entries(transcript, start):
+        kind, message = entry.get("type"), entry.get("message")
+        if kind == "user":
+            break
+        if kind != "assistant" or not isinstance(message, dict):
+            continue
+        if message.get("model") != SYNTHETIC_MODEL:
+            continue
+        texts = [b.get("text") for b in message.get("content") or () if isinstance(b, dict)]
+        message_id = message.get("id") if isinstance(message.get("id"), str) else None
+        replies.append(
+            AssistantMessageEvent(
+                content=[TextPart(text=t) for t in texts if isinstance(t, str)],
+                message_id=message_id,
+                turn_id=turn_id,
+                source=Source(
+                    runtime="claude-code",
+                    native_type="transcript",
+                    native_id=message_id,
+                    model=SYNTHETIC_MODEL,
+                ),
+            )
+        )
+    return replies
+
+
+def _shown_again(event: Event) -> Event:
+    """A surface event of the log, to be shown again after others (a new event)."""
+    return msgspec.structs.replace(event, id="", seq=-1, surface=None)
+
+
 def _transcript_entries(path: Path | None, start: int = 0) -> list[dict[str, Any]]:
     """The JSON objects of a transcript's lines from byte ``start`` (others skipped);
     none without it."""
@@ -753,6 +817,10 @@ class ClaudeCodeRunner:
                         _kill(_claude_pid(client))
                 if prompt.lstrip().startswith("/") and not killed:
                     run_log.note(_command_sent(log, prompt_events, transcript(), transcript_start))
+                if resume is not None and not killed:
+                    run_log.note(
+                        _placeholder_sent(log, prompt_events, transcript(), transcript_start)
+                    )
             finished = True
         except TimeoutError as exc:
             finished = True

@@ -17,6 +17,7 @@ from tests.e2e._support import (
 )
 from universal_event.errors import RuntimeTimeoutError
 from universal_event.events import (
+    AssistantMessageEvent,
     Event,
     ToolResultEvent,
     TurnEndEvent,
@@ -95,11 +96,11 @@ def test_a_turn_of_this_log_cut_before_any_reply_is_not_taken_for_one_run_elsewh
 ) -> None:
     """The second run times out on a stalled model: its prompt is in the transcript
     with nothing of the log's native ids beside it. It is the log's own turn, not one
-    run elsewhere: the history holds it once, as Claude Code sends it.
-
-    Claude Code also answers the cut prompt, when the session is resumed, with a
-    placeholder of its own (``No response requested.``, model ``<synthetic>``) that it
-    writes to the transcript and does not stream: the log lacks that one message."""
+    run elsewhere: the history holds it once, as Claude Code sends it. Claude Code
+    answers the cut prompt, when the session is resumed, with a reply of its own
+    (``No response requested.``, model ``<synthetic>``) that it writes to the transcript
+    and does not stream: it is logged where Claude Code sends it, before the third
+    prompt."""
     steps = [Reply(text="One."), Stall(60, Reply(text="late")), Reply(text="Three.")]
     log = SessionLog()
     with FakeModelServer(steps) as server:
@@ -112,10 +113,11 @@ def test_a_turn_of_this_log_cut_before_any_reply_is_not_taken_for_one_run_elsewh
         third = claude.run(log, "Third question", resume=native)
         assert third.status == "completed", third.error
         sent = server.model_requests()[-1]
-    assert not _from_transcript(log.events())
-    placeholder = ("assistant", "No response requested.")
+    imported = _from_transcript(log.events())
+    assert [type(e) for e in imported] == [AssistantMessageEvent]  # the made-up reply only
     sent_skeleton = anthropic_skeleton(sent.body)
-    assert sent_skeleton[3] == placeholder
-    assert log_skeleton(log.derive_messages())[:-1] == [
-        entry for entry in sent_skeleton if entry != placeholder
-    ]
+    assert sent_skeleton[3] == ("assistant", "No response requested.")
+    assert log_skeleton(log.derive_messages())[:-1] == sent_skeleton
+    # the third run's own events are kept: its prompt and reply, shown again after it
+    prompts = [e for e in log.events() if isinstance(e, UserMessageEvent)]
+    assert [p.content[0].text for p in prompts].count("Third question") == 2  # type: ignore[union-attr]
