@@ -422,3 +422,26 @@ def test_claude_turns_that_compacted_make_the_surface_what_the_transcript_shows(
     derived = [m.content[0].text for m in log.derive_messages()]  # type: ignore[union-attr]
     assert derived == ["the summary", "r2"]
     assert "msg_a1" in [e.content[0].text for e in log.events() if hasattr(e, "content")]  # type: ignore[attr-defined]
+
+
+def test_claude_turns_that_branched_make_the_surface_what_the_transcript_shows(
+    tmp_path: Path,
+) -> None:
+    """Outside the runner the session was resumed at an earlier message (a branch back
+    to r1): Claude Code no longer sends q2/r2, run elsewhere before the branch. They are
+    logged, hidden; the surface is the branch's."""
+    lines = [
+        *TRANSCRIPT[:3],
+        _entry("assistant", "a2", "u2", [{"type": "text", "text": "r2"}]),
+        _entry("user", "u3", "a1", "q3, on a branch from r1"),
+        _entry("assistant", "a3", "u3", [{"type": "text", "text": "r3"}]),
+    ]
+    log, logged = _claude_import(tmp_path, ["msg_a1"], lines)
+    derived = [m.content[0].text for m in log.derive_messages()]  # type: ignore[union-attr]
+    assert derived == ["q1", "r1", "q3, on a branch from r1", "r3"]
+    hidden = [
+        e.content[0].text  # type: ignore[union-attr]
+        for e in logged
+        if getattr(e, "surface", None) is not None and e.surface.op == "hidden"  # type: ignore[union-attr]
+    ]
+    assert hidden == ["q2, elsewhere", "r2"]
