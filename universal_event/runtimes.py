@@ -1175,6 +1175,11 @@ class CodexRunner:
         )
         if last_known is None:
             return
+        last = turns[last_known]
+        if _cut(last[0].turn_id, log.events()) and not _completed(last):
+            # The log's own turn, cut (killed, timed out): the rollout holds what Codex
+            # kept of it, ended or not.
+            run_log.note(_adopt_cut_turn(log, last))
         for turn in turns[last_known + 1 :]:
             if not any(isinstance(e, TurnEndEvent) for e in turn):
                 return  # still running elsewhere, or cut: nothing after it is whole
@@ -1426,6 +1431,8 @@ def reconcile_codex_turn(
         # the history that replaces the conversation (the ``compacted`` line's
         # ``replacement_history``); from it on, the rollout holds what Codex sent.
         return _adopt_surface(log, compacted, "rollout")
+    if _aborted(rollout):
+        return _adopt_cut_turn(log, rollout)
     rollout = [e for e in rollout if isinstance(e, AssistantMessageEvent | ToolResultEvent)]
     turn_id = rollout[0].turn_id if rollout else None
     on_surface = set(log.surface_seqs())
@@ -1475,6 +1482,52 @@ Record = Literal["rollout", "transcript"]
 """A runtime's own record of a session: a Codex rollout, a Claude Code transcript."""
 
 _RECORD_RUNTIMES: dict[str, str] = {"rollout": "codex", "transcript": "claude-code"}
+
+
+def _aborted(rollout_turn: Sequence[Event]) -> bool:
+    """Whether the rollout ends the turn ``interrupted`` (``turn_aborted``)."""
+    return any(isinstance(e, TurnEndEvent) and e.status == "interrupted" for e in rollout_turn)
+
+
+def _completed(rollout_turn: Sequence[Event]) -> bool:
+    return any(isinstance(e, TurnEndEvent) and e.status == "completed" for e in rollout_turn)
+
+
+def _cut(turn_id: str | None, events: Sequence[Event]) -> bool:
+    """Whether the log ended turn ``turn_id`` other than ``completed``."""
+    return any(
+        isinstance(e, TurnEndEvent) and e.turn_id == turn_id and e.status != "completed"
+        for e in events
+    )
+
+
+def _adopt_cut_turn(log: SessionLog, rollout_turn: Sequence[Event]) -> list[Event]:
+    """Make a cut turn what Codex sends of it: the rollout's.
+
+    Codex keeps of an interrupted turn only what completed (the prompt, whole items);
+    what the live stream gave of a cut message is not sent. An interrupt (``turn/
+    interrupt``; the runner's timeout sends one before it kills) also adds a
+    ``<turn_aborted>`` note, which is never streamed; an app-server killed outright
+    leaves the turn without an end. The turn's events on the surface (the last ones)
+    are replaced by the rollout's; nothing when they are the same already (an earlier
+    reconcile took them) or are not the last on the surface.
+    """
+    turn_id = next((e.turn_id for e in rollout_turn if e.turn_id), None)
+    sent = [e for e in rollout_turn if is_surface_event(e)]
+    shown = log.surface_seqs()
+    events = log.events()
+    mine = [seq for seq in shown if events[seq].turn_id == turn_id]
+    if turn_id is None or not sent or not mine or mine != shown[len(shown) - len(mine) :]:
+        return []
+    if [_said(events[seq]) for seq in mine] == [_said(e) for e in sent]:
+        return []
+    copies = [_native_copy(event) for event in sent]
+    return [log.replace(mine[0], mine[-1], copies[0]), *(log.append(c) for c in copies[1:])]
+
+
+def _said(event: Event) -> tuple[str, Any]:
+    """What a surface event puts in the history, to compare two records of it."""
+    return type(event).__name__, getattr(event, "content", None)
 
 
 def _adopt_surface(log: SessionLog, sent: Sequence[SurfaceEvent], record: Record) -> list[Event]:

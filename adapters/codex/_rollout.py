@@ -21,9 +21,11 @@ are imported item for item:
 ``function_call_output`` …      ``tool/result`` (exit code and status from the matching
                                 ``item_completed`` command event, when there is one)
 ``message`` role ``user``       ``user/message``; Codex's own tagged context messages
-                                (``<environment_context>``, ``<turn_aborted>``, …) and
-                                ``developer`` messages → ``request/context`` (kind = the tag):
-                                the runtime adds them, they are not the conversation
+                                (``<environment_context>``, …) and ``developer`` messages →
+                                ``request/context`` (kind = the tag): the runtime adds them,
+                                they are not the conversation. ``<turn_aborted>`` (written
+                                where a turn was interrupted, sent there from then on) is
+                                a ``user/message``
 ``event_msg`` task_started /    ``turn/start`` / ``turn/end`` (failed when it carries an
 task_complete / turn_aborted    ``error``; ``interrupted`` for an abort), turn usage summed
 ``token_usage_record``          ``usage`` of one response (``message_id`` = ``resp_`` id); it
@@ -79,6 +81,10 @@ __all__ = ["CodexRolloutAdapter"]
 
 _CONTEXT_TAG = re.compile(r"^\s*<([a-z_]+)>")
 """Codex wraps the context it adds in the user role in a tag: ``<environment_context>``."""
+
+_HISTORY_TAGS = frozenset({"turn_aborted"})
+"""Tagged user messages that are history, not context: Codex writes ``<turn_aborted>``
+once, where a turn was interrupted, and sends it at that place from then on."""
 
 _REDUNDANT_EVENT_MSGS = frozenset(
     {
@@ -313,7 +319,7 @@ class CodexRolloutAdapter(CodexCore):
         parts: list[UserPart] = list(result_parts(item.get("content")))
         first = parts[0].text if parts and isinstance(parts[0], TextPart) else ""
         tag = _CONTEXT_TAG.match(first)
-        if item.get("role") == "user" and tag is None:
+        if item.get("role") == "user" and (tag is None or tag.group(1) in _HISTORY_TAGS):
             out.append(
                 self.make(
                     UserMessageEvent,

@@ -10,6 +10,7 @@ for the same model — is exactly the ``input`` Codex sends in its next request,
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from adapters.openai_responses import render_request
 from tests.e2e._support import (
@@ -111,3 +112,93 @@ def test_turns_run_outside_the_runner_are_logged_before_its_next_turn(tmp_path: 
     conversation = codex_conversation(sent.body["input"])
     assert [comparable_item(i) for i in rendered] == [comparable_item(i) for i in conversation]
     assert [i.get("type") for i in rendered].count("function_call_output") == 1
+
+
+def _history_is_what_codex_sent(history: list[Any], next_turn: Any) -> list[dict[str, Any]]:
+    """The oracle: ``history`` rendered for the same model is the conversation Codex
+    sent in ``next_turn`` (its prompt after it); the rendered items."""
+    header = RequestHeaderEvent(
+        provider="openai", api="responses", model="gpt-5.5", sampling={"store": False}
+    )
+    rendered = [comparable_item(i) for i in render_request(history, header)["input"]]
+    conversation = [comparable_item(i) for i in codex_conversation(next_turn.body["input"])]
+    assert rendered == conversation[:-1]
+    return rendered
+
+
+def _first_text_delta(native: Any) -> bool:
+    return getattr(native, "method", None) == "item/agentMessage/delta"
+
+
+def test_an_interrupted_turn_is_logged_as_codex_sends_it_next(tmp_path: Path) -> None:
+    """Codex keeps of an interrupted turn what completed and adds a ``<turn_aborted>``
+    note it never streams; the cut message it does not send. The turn becomes the
+    rollout's after the run (the cut message stays in the log, off the surface)."""
+    long_text = "This is a long answer that streams slowly. " * 12
+    log = SessionLog()
+    steps = [Reply(text=long_text), Reply(text="Next answer.")]
+    with FakeModelServer(steps, delay=0.05) as server:
+        cut = runner("codex", server.url, tmp_path, interrupt_when=_first_text_delta).run(
+            log, "Tell me a long story"
+        )
+        assert cut.status == "interrupted", cut.error
+        history = log.derive_messages()
+        following = runner("codex", server.url, tmp_path).run(
+            log, "Next", resume=cut.native_session_id
+        )
+        assert following.status == "completed", following.error
+        sent = server.model_requests()[-1]
+    rendered = _history_is_what_codex_sent(history, sent)
+    assert str(rendered[-1]["content"]).startswith("<turn_aborted>")
+    partial = [e for e in of_type(log.events(), AssistantMessageEvent) if e.status == "partial"]
+    assert partial and partial[0].seq not in log.surface_seqs()
+
+
+def test_a_turn_cut_by_the_timeout_is_logged_as_codex_sends_it_next(tmp_path: Path) -> None:
+    """The app-server is killed while a command runs: Codex ends the turn when the
+    thread is resumed (the command's output so far, ``<turn_aborted>``), which the next
+    run logs before its prompt."""
+    steps = [
+        Reply(text="One."),
+        Reply(text="Running.", calls=[ShellCall("sleep 30; echo done")]),
+        Reply(text="Three."),
+    ]
+    log = SessionLog()
+    with FakeModelServer(steps) as server:
+        codex = runner("codex", server.url, tmp_path)
+        thread = codex.run(log, "First question").native_session_id
+        cut = runner("codex", server.url, tmp_path, timeout=4).run(
+            log, "Second question", resume=thread
+        )
+        assert cut.status == "interrupted"
+        third = codex.run(log, "Third question", resume=thread)
+        assert third.status == "completed", third.error
+        sent = server.model_requests()[-1]
+    history = log.derive_messages()[:-2]  # before the third prompt
+    rendered = _history_is_what_codex_sent(history, sent)
+    assert [i.get("type") for i in rendered].count("function_call_output") == 1
+    assert str(rendered[-1]["content"]).startswith("<turn_aborted>")
+
+
+def test_a_turn_whose_app_server_was_killed_is_logged_as_codex_sends_it_next(
+    tmp_path: Path,
+) -> None:
+    """``kill_when`` kills the app-server mid-message: the rollout keeps the turn's
+    prompt, not the cut message (and no end, no ``<turn_aborted>`` note); the next run
+    takes the turn from the rollout before its prompt."""
+    long_text = "This is a long answer that streams slowly. " * 12
+    steps = [Reply(text="One."), Reply(text=long_text), Reply(text="Three.")]
+    log = SessionLog()
+    with FakeModelServer(steps, delay=0.05) as server:
+        codex = runner("codex", server.url, tmp_path)
+        thread = codex.run(log, "First question").native_session_id
+        killer = runner("codex", server.url, tmp_path, kill_when=_first_text_delta)
+        killed = killer.run(log, "Second question", resume=thread)
+        assert killed.status == "interrupted"
+        third = codex.run(log, "Third question", resume=thread)
+        assert third.status == "completed", third.error
+        sent = server.model_requests()[-1]
+    rendered = _history_is_what_codex_sent(log.derive_messages()[:-2], sent)
+    assert rendered[-1] == {"role": "user", "content": "Second question"}
+    partial = [e for e in of_type(log.events(), AssistantMessageEvent) if e.status == "partial"]
+    assert partial and partial[0].seq not in log.surface_seqs()  # in the log, not sent
