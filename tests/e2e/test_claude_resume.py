@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.e2e._support import (
     anthropic_skeleton,
     assert_claude_compaction_followed,
@@ -121,3 +123,30 @@ def test_a_turn_of_this_log_cut_before_any_reply_is_not_taken_for_one_run_elsewh
     # the third run's own events are kept: its prompt and reply, shown again after it
     prompts = [e for e in log.events() if isinstance(e, UserMessageEvent)]
     assert [p.content[0].text for p in prompts].count("Third question") == 2  # type: ignore[union-attr]
+
+
+def _first_text_delta(native: object) -> bool:
+    event = getattr(native, "event", None)
+    return isinstance(event, dict) and event.get("type") == "content_block_delta"
+
+
+@pytest.mark.parametrize("hook", ["interrupt_when", "kill_when"])
+def test_a_turn_cut_mid_message_is_logged_as_claude_code_sends_it_next(
+    hook: str, tmp_path: Path
+) -> None:
+    """A run interrupted (or its CLI killed) mid-message, then resumed: the history is
+    what Claude Code sends next, the reply it makes up for the cut prompt included."""
+    long_text = "This is a long answer that streams slowly. " * 12
+    steps = [Reply(text="One."), Reply(text=long_text), Reply(text="Three.")]
+    log = SessionLog()
+    with FakeModelServer(steps, delay=0.05) as server:
+        claude = runner("claude-code", server.url, tmp_path)
+        native = claude.run(log, "First question").native_session_id
+        cutter = runner("claude-code", server.url, tmp_path, **{hook: _first_text_delta})
+        assert cutter.run(log, "Second question", resume=native).status == "interrupted"
+        third = claude.run(log, "Third question", resume=native)
+        assert third.status == "completed", third.error
+        sent = server.model_requests()[-1]
+    sent_skeleton = anthropic_skeleton(sent.body)
+    assert ("assistant", "No response requested.") in sent_skeleton
+    assert log_skeleton(log.derive_messages())[:-1] == sent_skeleton
