@@ -168,6 +168,14 @@ def _part_key(part: Any) -> Any:
 # ---------------------------------------------------------------- what the runtime sent back
 
 
+def first_text_delta(native: Any) -> bool:
+    """Claude: a StreamEvent text delta; Codex: an agentMessage delta notification."""
+    event = getattr(native, "event", None)
+    if isinstance(event, dict) and event.get("type") == "content_block_delta":
+        return bool(event.get("delta", {}).get("type") == "text_delta")
+    return getattr(native, "method", None) == "item/agentMessage/delta"
+
+
 def claude_sent_texts(request: RecordedRequest) -> list[tuple[str, str]]:
     """(role, text) of each text block of an Anthropic request's messages, without
     Claude Code's ``<system-reminder>`` blocks (trailing newlines dropped)."""
@@ -367,7 +375,8 @@ def responses_skeleton(body: dict[str, Any]) -> list[Entry]:
                 else "".join(part.get("text", "") for part in content)
             )
             if item["role"] == "user" and text.startswith("<"):
-                continue  # <environment_context>, skills
+                if not text.startswith("<turn_aborted>"):  # history, as the log holds it
+                    continue  # <environment_context>, skills
             out.append((item["role"], text))
         elif kind == "function_call":
             out.append(("call", item["call_id"], item["name"], json.loads(item["arguments"])))

@@ -13,6 +13,7 @@ from tests.e2e._support import (
     anthropic_skeleton,
     assert_claude_compaction_followed,
     claude_compaction_steps,
+    first_text_delta,
     log_skeleton,
     of_type,
     runner,
@@ -125,11 +126,6 @@ def test_a_turn_of_this_log_cut_before_any_reply_is_not_taken_for_one_run_elsewh
     assert [p.content[0].text for p in prompts].count("Third question") == 2  # type: ignore[union-attr]
 
 
-def _first_text_delta(native: object) -> bool:
-    event = getattr(native, "event", None)
-    return isinstance(event, dict) and event.get("type") == "content_block_delta"
-
-
 @pytest.mark.parametrize("hook", ["interrupt_when", "kill_when"])
 def test_a_turn_cut_mid_message_is_logged_as_claude_code_sends_it_next(
     hook: str, tmp_path: Path
@@ -142,7 +138,7 @@ def test_a_turn_cut_mid_message_is_logged_as_claude_code_sends_it_next(
     with FakeModelServer(steps, delay=0.05) as server:
         claude = runner("claude-code", server.url, tmp_path)
         native = claude.run(log, "First question").native_session_id
-        cutter = runner("claude-code", server.url, tmp_path, **{hook: _first_text_delta})
+        cutter = runner("claude-code", server.url, tmp_path, **{hook: first_text_delta})
         assert cutter.run(log, "Second question", resume=native).status == "interrupted"
         third = claude.run(log, "Third question", resume=native)
         assert third.status == "completed", third.error

@@ -18,6 +18,7 @@ from tests.e2e._support import (
     codex_sent_results,
     command_output,
     comparable_item,
+    first_text_delta,
     of_type,
     runner,
 )
@@ -126,10 +127,6 @@ def _history_is_what_codex_sent(history: list[Any], next_turn: Any) -> list[dict
     return rendered
 
 
-def _first_text_delta(native: Any) -> bool:
-    return getattr(native, "method", None) == "item/agentMessage/delta"
-
-
 def test_an_interrupted_turn_is_logged_as_codex_sends_it_next(tmp_path: Path) -> None:
     """Codex keeps of an interrupted turn what completed and adds a ``<turn_aborted>``
     note it never streams; the cut message it does not send. The turn becomes the
@@ -138,7 +135,7 @@ def test_an_interrupted_turn_is_logged_as_codex_sends_it_next(tmp_path: Path) ->
     log = SessionLog()
     steps = [Reply(text=long_text), Reply(text="Next answer.")]
     with FakeModelServer(steps, delay=0.05) as server:
-        cut = runner("codex", server.url, tmp_path, interrupt_when=_first_text_delta).run(
+        cut = runner("codex", server.url, tmp_path, interrupt_when=first_text_delta).run(
             log, "Tell me a long story"
         )
         assert cut.status == "interrupted", cut.error
@@ -192,7 +189,7 @@ def test_a_turn_whose_app_server_was_killed_is_logged_as_codex_sends_it_next(
     with FakeModelServer(steps, delay=0.05) as server:
         codex = runner("codex", server.url, tmp_path)
         thread = codex.run(log, "First question").native_session_id
-        killer = runner("codex", server.url, tmp_path, kill_when=_first_text_delta)
+        killer = runner("codex", server.url, tmp_path, kill_when=first_text_delta)
         killed = killer.run(log, "Second question", resume=thread)
         assert killed.status == "interrupted"
         third = codex.run(log, "Third question", resume=thread)

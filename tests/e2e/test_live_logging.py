@@ -15,6 +15,7 @@ from tests.e2e._support import (
     AUTO_COMPACT_LIMITS,
     COMPACTION_SUMMARY,
     RUNTIMES,
+    anthropic_skeleton,
     assert_claude_compaction_followed,
     assert_claude_message_is_what_server_sent,
     assert_codex_message_is_what_server_sent,
@@ -22,11 +23,15 @@ from tests.e2e._support import (
     claude_sent_results,
     codex_sent_results,
     command_output,
+    first_text_delta,
+    log_skeleton,
     of_type,
+    responses_skeleton,
     result_text,
     runner,
     validate_anthropic_messages,
     validate_responses_input,
+    without_error_flags,
 )
 from universal_event.events import (
     AssistantMessageEvent,
@@ -160,20 +165,12 @@ def test_http_500_is_retried_and_logged(runtime: str, tmp_path: Any) -> None:
     _contiguous(log)
 
 
-def _first_text_delta(native: Any) -> bool:
-    """Claude: a StreamEvent text delta; Codex: an agentMessage delta notification."""
-    event = getattr(native, "event", None)
-    if isinstance(event, dict) and event.get("type") == "content_block_delta":
-        return bool(event.get("delta", {}).get("type") == "text_delta")
-    return getattr(native, "method", None) == "item/agentMessage/delta"
-
-
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_interrupt_ends_the_turn_interrupted(runtime: str, tmp_path: Any) -> None:
     long_text = "This is a long answer that streams slowly. " * 12
     log = SessionLog()
     with FakeModelServer([Reply(text=long_text)], delay=0.05) as server:
-        run = runner(runtime, server.url, tmp_path, interrupt_when=_first_text_delta)
+        run = runner(runtime, server.url, tmp_path, interrupt_when=first_text_delta)
         result = run.run(log, "Tell me a long story")
     assert result.status == "interrupted", result.error
     (turn_end,) = of_type(result.events, TurnEndEvent)
@@ -307,3 +304,47 @@ def test_an_automatic_claude_compaction_leaves_what_claude_code_sends_next(tmp_p
     assert len(boundaries) == 1
 
     assert_claude_compaction_followed(log, requests[-1])
+
+
+def _tool_started(native: Any) -> bool:
+    """Claude: the assistant message asking for the tool; Codex: the command started."""
+    if type(native).__name__ == "AssistantMessage":
+        return any(type(block).__name__ == "ToolUseBlock" for block in native.content)
+    item = getattr(getattr(native, "payload", None), "item", None)
+    return (
+        getattr(native, "method", None) == "item/started"
+        and "ommand" in type(getattr(item, "root", item)).__name__
+    )
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_a_tool_run_interrupted_then_resumed_is_logged_as_sent_next(
+    runtime: str, tmp_path: Any
+) -> None:
+    """Interrupted while its command runs, the turn ends with the runtime's own record
+    of it (Claude Code: a refused result, ``[Request interrupted by user for tool use]``
+    and, on resuming, its made-up reply; Codex: the aborted output and
+    ``<turn_aborted>``); the next turn's request is the oracle."""
+    steps = [
+        Reply(text="One."),
+        Reply(text="Running.", calls=[ShellCall("sleep 20; echo done")]),
+        Reply(text="Three."),
+    ]
+    log = SessionLog()
+    with FakeModelServer(steps) as server:
+        plain = runner(runtime, server.url, tmp_path)
+        native = plain.run(log, "First question").native_session_id
+        interrupting = runner(runtime, server.url, tmp_path, interrupt_when=_tool_started)
+        cut = interrupting.run(log, "Second question", resume=native)
+        assert cut.status == "interrupted", cut.error
+        third = plain.run(log, "Third question", resume=native)
+        assert third.status == "completed", third.error
+        sent = server.model_requests()[-1]
+    logged = log_skeleton(log.derive_messages())[:-1]
+    if runtime == "claude-code":
+        assert logged == anthropic_skeleton(sent.body)
+    else:
+        assert list(without_error_flags(logged)) == list(
+            without_error_flags(responses_skeleton(sent.body))
+        )
+    assert len([entry for entry in logged if entry[0] == "result"]) == 1
