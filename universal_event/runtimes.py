@@ -74,7 +74,7 @@ from universal_event.events import (
     WarningEvent,
 )
 from universal_event.log import SessionLog
-from universal_event.parts import TextPart
+from universal_event.parts import TextPart, ToolCallPart
 
 __all__ = [
     "CLAUDE_CODE_OFFLINE_ENV",
@@ -1180,6 +1180,7 @@ class CodexRunner:
             # The log's own turn, cut (killed, timed out): the rollout holds what Codex
             # kept of it, ended or not.
             run_log.note(_adopt_cut_turn(log, last))
+            run_log.extend(_aborted_results(log, last[0].turn_id))
         for turn in turns[last_known + 1 :]:
             if not any(isinstance(e, TurnEndEvent) for e in turn):
                 return  # still running elsewhere, or cut: nothing after it is whole
@@ -1523,6 +1524,32 @@ def _adopt_cut_turn(log: SessionLog, rollout_turn: Sequence[Event]) -> list[Even
         return []
     copies = [_native_copy(event) for event in sent]
     return [log.replace(mine[0], mine[-1], copies[0]), *(log.append(c) for c in copies[1:])]
+
+
+def _aborted_results(log: SessionLog, turn_id: str | None) -> list[ToolResultEvent]:
+    """The results Codex makes up, when it sends a cut turn's calls again, for those
+    without one (an app-server killed while they ran): ``aborted``. It writes them
+    nowhere (not in the rollout), so they are logged here, after the turn."""
+    events = log.events()
+    shown = [events[seq] for seq in log.surface_seqs()]
+    answered = {e.call_id for e in shown if isinstance(e, ToolResultEvent)}
+    calls = [
+        part.id
+        for e in shown
+        if isinstance(e, AssistantMessageEvent) and e.turn_id == turn_id
+        for part in e.content
+        if isinstance(part, ToolCallPart)
+    ]
+    return [
+        ToolResultEvent(
+            call_id=call_id,
+            content=[TextPart(text="aborted")],  # as Codex sends it: no error mark
+            turn_id=turn_id,
+            source=Source(runtime="codex", native_type="resume"),
+        )
+        for call_id in calls
+        if call_id not in answered
+    ]
 
 
 def _said(event: Event) -> tuple[str, Any]:

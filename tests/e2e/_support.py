@@ -176,6 +176,17 @@ def first_text_delta(native: Any) -> bool:
     return getattr(native, "method", None) == "item/agentMessage/delta"
 
 
+def tool_started(native: Any) -> bool:
+    """Claude: the assistant message asking for a tool; Codex: a command started."""
+    if type(native).__name__ == "AssistantMessage":
+        return any(type(block).__name__ == "ToolUseBlock" for block in native.content)
+    item = getattr(getattr(native, "payload", None), "item", None)
+    return (
+        getattr(native, "method", None) == "item/started"
+        and "ommand" in type(getattr(item, "root", item)).__name__
+    )
+
+
 def claude_sent_texts(request: RecordedRequest) -> list[tuple[str, str]]:
     """(role, text) of each text block of an Anthropic request's messages, without
     Claude Code's ``<system-reminder>`` blocks (trailing newlines dropped)."""

@@ -21,6 +21,7 @@ from tests.e2e._support import (
     first_text_delta,
     of_type,
     runner,
+    tool_started,
 )
 from universal_event.events import (
     AssistantMessageEvent,
@@ -199,3 +200,27 @@ def test_a_turn_whose_app_server_was_killed_is_logged_as_codex_sends_it_next(
     assert rendered[-1] == {"role": "user", "content": "Second question"}
     partial = [e for e in of_type(log.events(), AssistantMessageEvent) if e.status == "partial"]
     assert partial and partial[0].seq not in log.surface_seqs()  # in the log, not sent
+
+
+def test_a_command_whose_app_server_was_killed_gets_the_result_codex_makes_up(
+    tmp_path: Path,
+) -> None:
+    """Killed while its command runs, the turn keeps the call without a result; when it
+    sends the call again Codex answers it itself (``aborted``), in no file. The next run
+    logs that result before its prompt."""
+    steps = [
+        Reply(text="One."),
+        Reply(text="Running.", calls=[ShellCall("sleep 20; echo done")]),
+        Reply(text="Three."),
+    ]
+    log = SessionLog()
+    with FakeModelServer(steps) as server:
+        codex = runner("codex", server.url, tmp_path)
+        thread = codex.run(log, "First question").native_session_id
+        killer = runner("codex", server.url, tmp_path, kill_when=tool_started)
+        assert killer.run(log, "Second question", resume=thread).status == "interrupted"
+        third = codex.run(log, "Third question", resume=thread)
+        assert third.status == "completed", third.error
+        sent = server.model_requests()[-1]
+    rendered = _history_is_what_codex_sent(log.derive_messages()[:-2], sent)
+    assert rendered[-1]["type"] == "function_call_output" and rendered[-1]["output"] == "aborted"

@@ -29,6 +29,7 @@ from tests.e2e._support import (
     responses_skeleton,
     result_text,
     runner,
+    tool_started,
     validate_anthropic_messages,
     validate_responses_input,
     without_error_flags,
@@ -306,17 +307,6 @@ def test_an_automatic_claude_compaction_leaves_what_claude_code_sends_next(tmp_p
     assert_claude_compaction_followed(log, requests[-1])
 
 
-def _tool_started(native: Any) -> bool:
-    """Claude: the assistant message asking for the tool; Codex: the command started."""
-    if type(native).__name__ == "AssistantMessage":
-        return any(type(block).__name__ == "ToolUseBlock" for block in native.content)
-    item = getattr(getattr(native, "payload", None), "item", None)
-    return (
-        getattr(native, "method", None) == "item/started"
-        and "ommand" in type(getattr(item, "root", item)).__name__
-    )
-
-
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_a_tool_run_interrupted_then_resumed_is_logged_as_sent_next(
     runtime: str, tmp_path: Any
@@ -334,7 +324,7 @@ def test_a_tool_run_interrupted_then_resumed_is_logged_as_sent_next(
     with FakeModelServer(steps) as server:
         plain = runner(runtime, server.url, tmp_path)
         native = plain.run(log, "First question").native_session_id
-        interrupting = runner(runtime, server.url, tmp_path, interrupt_when=_tool_started)
+        interrupting = runner(runtime, server.url, tmp_path, interrupt_when=tool_started)
         cut = interrupting.run(log, "Second question", resume=native)
         assert cut.status == "interrupted", cut.error
         third = plain.run(log, "Third question", resume=native)
