@@ -12,7 +12,12 @@ import pytest
 from universal_event.events import Event, RequestHeaderEvent, SessionStartEvent, Surface
 from universal_event.log import SessionLog
 from universal_event.parts import TextPart
-from universal_event.runtimes import _claude_project_name, _RunLog, claude_project_dir
+from universal_event.runtimes import (
+    ClaudeCodeRunner,
+    _claude_project_name,
+    _RunLog,
+    claude_project_dir,
+)
 
 
 def _run(log: SessionLog, *events: Event) -> list[Event]:
@@ -445,3 +450,42 @@ def test_claude_turns_that_branched_make_the_surface_what_the_transcript_shows(
         if getattr(e, "surface", None) is not None and e.surface.op == "hidden"  # type: ignore[union-attr]
     ]
     assert hidden == ["q2, elsewhere", "r2"]
+
+
+def test_what_a_killed_claude_code_left_out_of_its_transcript_leaves_the_surface(
+    tmp_path: Path,
+) -> None:
+    """Claude Code killed just after a message may not have written it (nor its turn's
+    prompt) to the transcript; resumed, it sends the conversation without them. A reply
+    the log shows after the transcript's last entry that the transcript lacks takes the
+    end of the surface off (it stays in the log)."""
+    from universal_event.events import AssistantMessageEvent, Source, UserMessageEvent
+
+    log, _ = _claude_import(tmp_path / "a", ["msg_a1"], TRANSCRIPT[:2])
+    log.extend(
+        [
+            UserMessageEvent(content=[TextPart(text="q2, cut")]),
+            AssistantMessageEvent(
+                content=[TextPart(text="r2, never written")],
+                message_id="msg_lost",
+                source=Source(runtime="claude-code", native_id="msg_lost"),
+            ),
+        ]
+    )
+    runner = ClaudeCodeRunner(
+        base_url="http://127.0.0.1:9", home=tmp_path / "a", cwd=tmp_path / "a" / "w"
+    )
+    runner._import_turns_run_elsewhere(log, _RunLog(log, [], None), "s1")
+    derived = [m.content[0].text for m in log.derive_messages()]  # type: ignore[union-attr]
+    assert derived == ["msg_a1"]  # the log's last event the transcript has
+    assert "r2, never written" in str([e for e in log.events() if hasattr(e, "content")])
+
+    # What the transcript has is left alone: a reply it holds, a prompt without an id.
+    log, _ = _claude_import(tmp_path / "b", ["msg_a1"], TRANSCRIPT[:2])
+    log.extend([UserMessageEvent(content=[TextPart(text="q2, written")])])
+    runner = ClaudeCodeRunner(
+        base_url="http://127.0.0.1:9", home=tmp_path / "b", cwd=tmp_path / "b" / "w"
+    )
+    runner._import_turns_run_elsewhere(log, _RunLog(log, [], None), "s1")
+    derived = [m.content[0].text for m in log.derive_messages()]  # type: ignore[union-attr]
+    assert derived == ["msg_a1", "q2, written"]

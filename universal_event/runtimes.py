@@ -878,6 +878,7 @@ class ClaudeCodeRunner:
         )
         if last_known is None:
             return
+        run_log.note(_lost_from_transcript(log, {_native_id(e) for e in imported}))
         # A turn of the log's own may hold none of its native ids (a run cut before any
         # reply): its entries are older than the log's last event.
         last_logged = max(e.ts for e in log.events())
@@ -886,6 +887,37 @@ class ClaudeCodeRunner:
             _take_record_surface(log, run_log, outside, _shown(imported), "transcript")
         else:
             run_log.extend(_native_copy(e, "transcript") for e in outside if _turn_kept(e))
+
+
+def _lost_from_transcript(log: SessionLog, in_transcript: set[str | None]) -> list[Event]:
+    """Take off the surface the end of the log that Claude Code's transcript lost.
+
+    Claude Code writes its transcript a little after the fact: a CLI killed (the
+    runner's timeout, ``kill_when``) just after a message may leave it unwritten, and
+    resumed, Claude Code sends the conversation without it (nor the prompt of its
+    turn). When a reply or result the log shows after the last event the transcript
+    has is not in the transcript, the surface from that event on is replaced by it
+    alone (a new event: a replace puts one in a range's place); the rest stays in the
+    log, off the surface.
+    """
+    events = log.events()
+    shown = log.surface_seqs()
+    kept = [i for i, seq in enumerate(shown) if _native_id(events[seq]) in in_transcript - {None}]
+    if not kept or kept[-1] == len(shown) - 1:
+        return []
+    after = [events[seq] for seq in shown[kept[-1] + 1 :]]
+    lost = [
+        e
+        for e in after
+        if isinstance(e, AssistantMessageEvent | ToolResultEvent)
+        and _native_id(e) is not None
+        and _native_id(e) not in in_transcript
+    ]
+    if not lost:
+        return []
+    last = shown[kept[-1]]
+    again = _shown_again(events[last])
+    return [log.replace(last, shown[-1], again)] if is_surface_event(again) else []
 
 
 def _transcript_events(path: Path) -> list[Event]:
