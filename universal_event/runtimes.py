@@ -533,63 +533,53 @@ def _command_sent(
     return [log.replace(logged[0].seq, logged[0].seq, sent)]
 
 
-def _placeholder_sent(
+def _resume_additions_sent(
     log: SessionLog, prompt: Sequence[EventBase], transcript: Path | None, start: int = 0
 ) -> list[Event]:
-    """Log the reply Claude Code makes up, when a session is resumed, for a prompt that a
-    cut run left unanswered (``No response requested.``, model ``<synthetic>``): it
-    writes it to the transcript (from byte ``start``: what this run wrote) and does not
-    stream it, and sends it before this run's prompt. So it goes on the surface where
-    this run's prompt began, and the run's events from the prompt on are shown again
-    after it (a replace puts one event in a range's place; those events stay in the
-    log). Nothing when the run wrote no such reply."""
+    """Log what Claude Code adds to a cut turn when the session is resumed: a result for
+    each call left without one (``[Tool call interrupted: ...]``) and a reply to a
+    prompt left unanswered (``No response requested.``, model ``<synthetic>``). It
+    writes them to the transcript (from byte ``start``: what this run wrote) before
+    this run's prompt, does not stream them, and sends them there. So they go on the
+    surface where this run's prompt began, and the run's events from the prompt on are
+    shown again after them (a replace puts one event in a range's place; those events
+    stay in the log). Nothing when the run wrote none."""
     logged = [e for e in prompt if isinstance(e, UserMessageEvent)]
     shown = log.surface_seqs()
     if len(logged) != 1 or logged[0].seq not in shown:
         return []
+    added = _resume_additions(transcript, start)
+    if not added:
+        return []
     at = shown.index(logged[0].seq)
     events = log.events()
-    before = events[shown[at - 1]].turn_id if at else None
-    replies = _unstreamed_placeholders(transcript, start, before)
-    if not replies:
-        return []
-    rest = [*replies[1:], *(_shown_again(events[seq]) for seq in shown[at:])]
-    return [log.replace(shown[at], shown[-1], replies[0]), *(log.append(e) for e in rest)]
+    rest = [*added[1:], *(_shown_again(events[seq]) for seq in shown[at:])]
+    return [log.replace(shown[at], shown[-1], added[0]), *(log.append(e) for e in rest)]
 
 
-def _unstreamed_placeholders(
-    transcript: Path | None, start: int, turn_id: str | None
-) -> list[AssistantMessageEvent]:
-    """The made-up replies (model ``<synthetic>``) a transcript holds from byte ``start``
-    before its first user entry there (this run's prompt), as events of turn
-    ``turn_id`` (the cut one's)."""
-    from adapters.claude_sdk import SYNTHETIC_MODEL
+def _resume_additions(transcript: Path | None, start: int) -> list[SurfaceEvent]:
+    """The results and made-up replies a transcript holds from byte ``start`` before the
+    first prompt there (this run's), as events (:class:`ClaudeTranscriptAdapter`)."""
+    from adapters.claude_sdk import SYNTHETIC_MODEL, ClaudeTranscriptAdapter
 
-    replies = []
+    lines = []
     for entry in _transcript_entries(transcript, start):
         kind, message = entry.get("type"), entry.get("message")
-        if kind == "user":
-            break
-        if kind != "assistant" or not isinstance(message, dict):
+        if not isinstance(message, dict):
             continue
-        if message.get("model") != SYNTHETIC_MODEL:
-            continue
-        texts = [b.get("text") for b in message.get("content") or () if isinstance(b, dict)]
-        message_id = message.get("id") if isinstance(message.get("id"), str) else None
-        replies.append(
-            AssistantMessageEvent(
-                content=[TextPart(text=t) for t in texts if isinstance(t, str)],
-                message_id=message_id,
-                turn_id=turn_id,
-                source=Source(
-                    runtime="claude-code",
-                    native_type="transcript",
-                    native_id=message_id,
-                    model=SYNTHETIC_MODEL,
-                ),
-            )
+        content = message.get("content")
+        result = isinstance(content, list) and any(
+            isinstance(block, dict) and block.get("type") == "tool_result" for block in content
         )
-    return replies
+        if kind == "user" and not result:
+            break  # the prompt
+        if result or (kind == "assistant" and message.get("model") == SYNTHETIC_MODEL):
+            lines.append(json.dumps(entry).encode())
+    if not lines:
+        return []
+    adapter = ClaudeTranscriptAdapter()
+    events = adapter.feed(b"\n".join(lines) + b"\n") + adapter.close()
+    return [_native_copy(e, "transcript") for e in events if is_surface_event(e)]
 
 
 def _shown_again(event: Event) -> Event:
@@ -819,7 +809,7 @@ class ClaudeCodeRunner:
                     run_log.note(_command_sent(log, prompt_events, transcript(), transcript_start))
                 if resume is not None and not killed:
                     run_log.note(
-                        _placeholder_sent(log, prompt_events, transcript(), transcript_start)
+                        _resume_additions_sent(log, prompt_events, transcript(), transcript_start)
                     )
             finished = True
         except TimeoutError as exc:
@@ -878,7 +868,7 @@ class ClaudeCodeRunner:
         )
         if last_known is None:
             return
-        run_log.note(_lost_from_transcript(log, {_native_id(e) for e in imported}))
+        run_log.note(_lost_from_transcript(log, imported))
         # A turn of the log's own may hold none of its native ids (a run cut before any
         # reply): its entries are older than the log's last event.
         last_logged = max(e.ts for e in log.events())
@@ -889,35 +879,46 @@ class ClaudeCodeRunner:
             run_log.extend(_native_copy(e, "transcript") for e in outside if _turn_kept(e))
 
 
-def _lost_from_transcript(log: SessionLog, in_transcript: set[str | None]) -> list[Event]:
+def _lost_from_transcript(log: SessionLog, imported: Sequence[Event]) -> list[Event]:
     """Take off the surface the end of the log that Claude Code's transcript lost.
 
     Claude Code writes its transcript a little after the fact: a CLI killed (the
     runner's timeout, ``kill_when``) just after a message may leave it unwritten, and
-    resumed, Claude Code sends the conversation without it (nor the prompt of its
-    turn). When a reply or result the log shows after the last event the transcript
-    has is not in the transcript, the surface from that event on is replaced by it
-    alone (a new event: a replace puts one in a range's place); the rest stays in the
-    log, off the surface.
+    its turn's prompt too; resumed, Claude Code sends the conversation without them.
+    After the last event of the log the transcript has (by native id), an event it
+    lacks (a reply or result by id, a prompt by its text) starts what was lost, when
+    a reply or result is among the missing (a prompt's text alone proves nothing):
+    from there on the surface is replaced by the event before it (shown again: a
+    replace puts one event in a range's place). What is taken off stays in the log.
     """
+    in_transcript = {_native_id(e) for e in imported} - {None}
+    prompts = {_text_of(e) for e in imported if isinstance(e, UserMessageEvent)}
+
+    def written(event: Event) -> bool:
+        if _native_id(event) is not None:
+            return _native_id(event) in in_transcript
+        if event.source is not None and event.source.native_type == "transcript":
+            return True  # made from the transcript (a local command's entries)
+        return not isinstance(event, UserMessageEvent) or _text_of(event) in prompts
+
     events = log.events()
     shown = log.surface_seqs()
-    kept = [i for i, seq in enumerate(shown) if _native_id(events[seq]) in in_transcript - {None}]
-    if not kept or kept[-1] == len(shown) - 1:
+    known = [i for i, seq in enumerate(shown) if _native_id(events[seq]) in in_transcript]
+    if not known:
         return []
-    after = [events[seq] for seq in shown[kept[-1] + 1 :]]
-    lost = [
-        e
-        for e in after
-        if isinstance(e, AssistantMessageEvent | ToolResultEvent)
-        and _native_id(e) is not None
-        and _native_id(e) not in in_transcript
-    ]
-    if not lost:
+    missing = [i for i in range(known[-1] + 1, len(shown)) if not written(events[shown[i]])]
+    lost_reply = any(
+        isinstance(events[shown[i]], AssistantMessageEvent | ToolResultEvent) for i in missing
+    )
+    if not lost_reply:
         return []
-    last = shown[kept[-1]]
-    again = _shown_again(events[last])
-    return [log.replace(last, shown[-1], again)] if is_surface_event(again) else []
+    before = shown[missing[0] - 1]
+    again = _shown_again(events[before])
+    return [log.replace(before, shown[-1], again)] if is_surface_event(again) else []
+
+
+def _text_of(event: Event) -> str:
+    return "".join(p.text for p in getattr(event, "content", ()) if isinstance(p, TextPart))
 
 
 def _transcript_events(path: Path) -> list[Event]:

@@ -6,6 +6,7 @@ sends then (the oracle: that turn's request, with the real CLI)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,7 @@ from tests.e2e._support import (
     log_skeleton,
     of_type,
     runner,
+    tool_started,
 )
 from universal_event.errors import RuntimeTimeoutError
 from universal_event.events import (
@@ -146,3 +148,42 @@ def test_a_turn_cut_mid_message_is_logged_as_claude_code_sends_it_next(
     sent_skeleton = anthropic_skeleton(sent.body)
     assert ("assistant", "No response requested.") in sent_skeleton
     assert log_skeleton(log.derive_messages())[:-1] == sent_skeleton
+
+
+def _tool_result_arrived(native: object) -> bool:
+    return type(native).__name__ == "UserMessage"
+
+
+def _answer_by_last_prompt(api: str, body: dict[str, Any]) -> Reply | Stall:
+    """Each request answered by what it asks (a killed CLI may or may not have sent the
+    request after a tool result: a script's order would depend on it)."""
+    last = body["messages"][-1]["content"]
+    blocks = [{"type": "text", "text": last}] if isinstance(last, str) else last
+    texts = [b.get("text", "") for b in blocks if b.get("type") == "text"]
+    if any(b.get("type") == "tool_result" for b in blocks) and not texts:
+        return Stall(20, Reply(text="Too late."))
+    if any("Second question" in text for text in texts):
+        return Reply(text="Running.", calls=[ShellCall("echo 1+1 | bc")])
+    return Reply(text="Three." if any("Third" in text for text in texts) else "One.")
+
+
+@pytest.mark.parametrize("kill_at", ["call", "result"])
+def test_a_claude_code_killed_around_a_tool_is_logged_as_it_sends_next(
+    kill_at: str, tmp_path: Path
+) -> None:
+    """Killed when the tool call (or its result) arrives: the transcript may lack the
+    end of the turn (Claude Code writes it a little after the fact) and, resumed,
+    Claude Code answers what it has itself (an interrupted result, its made-up
+    reply). How much it lost varies from run to run; the history is what it sends."""
+    kill_when = tool_started if kill_at == "call" else _tool_result_arrived
+    log = SessionLog()
+    with FakeModelServer(responder=_answer_by_last_prompt) as server:
+        claude = runner("claude-code", server.url, tmp_path)
+        native = claude.run(log, "First question").native_session_id
+        killer = runner("claude-code", server.url, tmp_path, kill_when=kill_when)
+        assert killer.run(log, "Second question", resume=native).status == "interrupted"
+        third = claude.run(log, "Third question", resume=native)
+        assert third.status == "completed", third.error
+        sent = server.model_requests()[-1]
+    assert log_skeleton(log.derive_messages())[:-1] == anthropic_skeleton(sent.body)
+    assert "Running." in str([getattr(e, "content", "") for e in log.events()])  # kept
