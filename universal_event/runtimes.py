@@ -1209,7 +1209,7 @@ class CodexRunner:
         if last_known is None:
             return
         last = turns[last_known]
-        if _cut(last[0].turn_id, log.events()) and not _completed(last):
+        if _cut(last[0].turn_id, log.events()) and not _ended(last, "completed"):
             # The log's own turn, cut (killed, timed out): the rollout holds what Codex
             # kept of it, ended or not.
             run_log.note(_adopt_cut_turn(log, last))
@@ -1369,15 +1369,14 @@ def _new_rollout_turn_id(
     codex_home: Path, thread_id: str, known: set[str], *, wait: float = 5.0
 ) -> str | None:
     """The id of a turn the thread's rollout holds that is not in ``known`` (read again,
-    up to ``wait`` seconds, until it does); None when it never does."""
-    deadline = time.monotonic() + wait
-    while True:
-        new = _rollout_turn_ids(codex_home, thread_id) - known
-        if new:
-            return min(new)
-        if time.monotonic() >= deadline:
-            return None
-        time.sleep(0.05)
+    up to ``wait`` seconds, as :func:`_rollout_turn` does); None when it never does."""
+
+    def started(events: list[Event]) -> str | None:
+        begun = (e.turn_id for e in events if isinstance(e, TurnStartEvent))
+        return next((turn for turn in begun if turn is not None and turn not in known), None)
+
+    turn = _rollout_turn(codex_home, thread_id, started, wait)
+    return turn[0].turn_id if turn else None
 
 
 def _new_rollout_turn(
@@ -1465,7 +1464,7 @@ def reconcile_codex_turn(
         # the history that replaces the conversation (the ``compacted`` line's
         # ``replacement_history``); from it on, the rollout holds what Codex sent.
         return _adopt_surface(log, compacted, "rollout")
-    if _aborted(rollout):
+    if _ended(rollout, "interrupted"):
         return _adopt_cut_turn(log, rollout)
     rollout = [e for e in rollout if isinstance(e, AssistantMessageEvent | ToolResultEvent)]
     turn_id = rollout[0].turn_id if rollout else None
@@ -1518,13 +1517,9 @@ Record = Literal["rollout", "transcript"]
 _RECORD_RUNTIMES: dict[str, str] = {"rollout": "codex", "transcript": "claude-code"}
 
 
-def _aborted(rollout_turn: Sequence[Event]) -> bool:
-    """Whether the rollout ends the turn ``interrupted`` (``turn_aborted``)."""
-    return any(isinstance(e, TurnEndEvent) and e.status == "interrupted" for e in rollout_turn)
-
-
-def _completed(rollout_turn: Sequence[Event]) -> bool:
-    return any(isinstance(e, TurnEndEvent) and e.status == "completed" for e in rollout_turn)
+def _ended(rollout_turn: Sequence[Event], status: str) -> bool:
+    """Whether the rollout ends the turn with ``status`` (``interrupted``: ``turn_aborted``)."""
+    return any(isinstance(e, TurnEndEvent) and e.status == status for e in rollout_turn)
 
 
 def _cut(turn_id: str | None, events: Sequence[Event]) -> bool:
