@@ -88,6 +88,7 @@ __all__ = [
     "bundled_codex",
     "codex_rollout_path",
     "codex_rollout_turn",
+    "import_codex_turns",
     "claude_project_dir",
     "current_native_session",
     "last_runtime",
@@ -1157,7 +1158,7 @@ class CodexRunner:
                     return result
                 _note_switch(run_log, log, self.runtime, resume)
                 if resume is not None:
-                    self._import_turns_run_elsewhere(log, run_log, resume)
+                    _import_codex_turns(log, run_log, self.codex_home, resume)
                 log.checkpoint()
                 thread_info = started.thread.model_dump(mode="json", by_alias=True)
                 result.native_session_id = started.thread.id
@@ -1189,39 +1190,6 @@ class CodexRunner:
             _note_timeout(run_log, log, result.error)
         result.status = _turn_status(result.events)
         return result
-
-    def _import_turns_run_elsewhere(self, log: SessionLog, run_log: _RunLog, thread: str) -> None:
-        """Log the thread's turns that ran since this log's last one, outside it (the
-        Codex TUI, another log's runner, an SDK user), from the rollout: so the history
-        holds what Codex will send.
-
-        Only turns after one the log has count: a thread the log has run no turn of
-        (one a hand-off wrote from this log's history) holds nothing the log lacks. Each
-        ended turn is logged as the rollout has it (lifecycle, messages, results); one
-        that compacted takes the surface from its compaction on; what it sent before that
-        is logged hidden (:func:`_take_record_surface`).
-        """
-        known = {e.turn_id for e in log.events() if isinstance(e, TurnStartEvent | TurnEndEvent)}
-        turns = _turns(_rollout_events(self.codex_home, thread))
-        last_known = max(
-            (i for i, turn in enumerate(turns) if turn[0].turn_id in known), default=None
-        )
-        if last_known is None:
-            return
-        last = turns[last_known]
-        if _cut(last[0].turn_id, log.events()) and not _ended(last, "completed"):
-            # The log's own turn, cut (killed, timed out): the rollout holds what Codex
-            # kept of it, ended or not.
-            run_log.note(_adopt_cut_turn(log, last))
-            run_log.extend(_aborted_results(log, last[0].turn_id))
-        for turn in turns[last_known + 1 :]:
-            if not any(isinstance(e, TurnEndEvent) for e in turn):
-                return  # still running elsewhere, or cut: nothing after it is whole
-            compacted = _after_last_compaction(turn)
-            if compacted is None:
-                run_log.extend(_native_copy(e) for e in turn if _turn_kept(e))
-            else:
-                _take_record_surface(log, run_log, turn, compacted, "rollout")
 
     def _stream(
         self, handle: Any, client: Any, adapter: Any, run_log: _RunLog, result: RunResult
@@ -1441,6 +1409,49 @@ def codex_rollout_turn(
         return turn_id if ends else None
 
     return _rollout_turn(codex_home, thread_id, ended, wait)
+
+
+def _import_codex_turns(log: SessionLog, run_log: _RunLog, codex_home: Path, thread: str) -> None:
+    """Log the thread's turns that ran since this log's last one, outside it (the
+    Codex TUI, another log's runner, an SDK user), from the rollout: so the history
+    holds what Codex will send.
+
+    Only turns after one the log has count: a thread the log has run no turn of
+    (one a hand-off wrote from this log's history) holds nothing the log lacks. Each
+    ended turn is logged as the rollout has it (lifecycle, messages, results); one
+    that compacted takes the surface from its compaction on; what it sent before that
+    is logged hidden (:func:`_take_record_surface`).
+    """
+    known = {e.turn_id for e in log.events() if isinstance(e, TurnStartEvent | TurnEndEvent)}
+    turns = _turns(_rollout_events(codex_home, thread))
+    last_known = max((i for i, turn in enumerate(turns) if turn[0].turn_id in known), default=None)
+    if last_known is None:
+        return
+    last = turns[last_known]
+    if _cut(last[0].turn_id, log.events()) and not _ended(last, "completed"):
+        # The log's own turn, cut (killed, timed out): the rollout holds what Codex
+        # kept of it, ended or not.
+        run_log.note(_adopt_cut_turn(log, last))
+        run_log.extend(_aborted_results(log, last[0].turn_id))
+    for turn in turns[last_known + 1 :]:
+        if not any(isinstance(e, TurnEndEvent) for e in turn):
+            return  # still running elsewhere, or cut: nothing after it is whole
+        compacted = _after_last_compaction(turn)
+        if compacted is None:
+            run_log.extend(_native_copy(e) for e in turn if _turn_kept(e))
+        else:
+            _take_record_surface(log, run_log, turn, compacted, "rollout")
+
+
+def import_codex_turns(log: SessionLog, codex_home: Path, thread_id: str) -> list[Event]:
+    """Log what Codex will send of the thread that the log lacks, from its rollout, as the
+    runner does before a turn: the log's last turn when it was cut (what Codex kept of
+    it, and an ``aborted`` result for each call left without one), then the turns that
+    ran outside the log. The events logged (none when the log has no turn of the
+    thread). :func:`adapters.codex.tap` calls it when a turn starts."""
+    logged: list[Event] = []
+    _import_codex_turns(log, _RunLog(log, logged, None), codex_home, thread_id)
+    return logged
 
 
 def reconcile_codex_turn(

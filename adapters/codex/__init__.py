@@ -69,9 +69,9 @@ from adapters._tap import tap as generic_tap
 from adapters.codex._core import codex_usage
 from adapters.codex._live import CodexAdapter, notification_to_line
 from adapters.codex._rollout import CodexRolloutAdapter
-from universal_event.events import Event, EventBase, TurnEndEvent
+from universal_event.events import Event, EventBase, TurnEndEvent, TurnStartEvent
 from universal_event.log import SessionLog
-from universal_event.runtimes import codex_rollout_turn, reconcile_codex_turn
+from universal_event.runtimes import codex_rollout_turn, import_codex_turns, reconcile_codex_turn
 
 __all__ = [
     "CodexAdapter",
@@ -104,7 +104,10 @@ def tap(
     (``handle.thread_id``), each turn that ends is made what Codex sent the model, from
     the thread's rollout (:func:`~universal_event.runtimes.reconcile_codex_turn`, as the
     runner does): the exact function calls and tool outputs of a thread without raw
-    events, a compaction's history.
+    events, a compaction's history. And when the turn starts, what Codex will send that
+    the log lacks is logged first (:func:`~universal_event.runtimes.import_codex_turns`):
+    the log's last turn if a killed app-server cut it (what Codex kept, ``aborted``
+    results for calls left without one), turns run outside this log.
     """
     adapter = adapter or CodexAdapter(session_id=log_session_id(log))
     return generic_tap(stream, adapter, _reconciling(log, codex_home, thread_id))
@@ -131,7 +134,8 @@ def _reconciling(log: EventLog, codex_home: Path | None, thread_id: str | None) 
 
 
 class _TurnsReconciled:
-    """A :class:`SessionLog` that reconciles each turn with the thread's rollout once the
+    """A :class:`SessionLog` that logs what the thread's rollout has and the log lacks
+    before the first turn starts, and reconciles each turn with the rollout once the
     turn's end is logged (the rollout is read again, briefly, until it holds that end)."""
 
     def __init__(self, log: SessionLog, codex_home: Path, thread_id: str) -> None:
@@ -139,9 +143,19 @@ class _TurnsReconciled:
         self.session_id = log.session_id
         self._codex_home = codex_home
         self._thread_id = thread_id
+        self._imported = False
+        """Whether the turn's start was preceded by :func:`import_codex_turns`."""
 
     def extend(self, events: Iterable[EventBase]) -> Sequence[EventBase]:
-        logged = list(self.log.extend(events))
+        events = list(events)
+        start = next((i for i, e in enumerate(events) if isinstance(e, TurnStartEvent)), None)
+        logged: list[Event] = []
+        if start is not None and not self._imported:
+            self._imported = False
+            logged += self.log.extend(events[:start])
+            logged += import_codex_turns(self.log, self._codex_home, self._thread_id)
+            events = events[start:]
+        logged += self.log.extend(events)
         ended = [e.turn_id for e in logged if isinstance(e, TurnEndEvent) and e.turn_id]
         for turn_id in ended:
             logged += self._reconciled(turn_id)
