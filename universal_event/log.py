@@ -102,10 +102,14 @@ def _check_storable(event: EventBase) -> None:
         data = _storable.encode(event)
     except (TypeError, ValueError, OverflowError) as exc:
         raise DecodeError(f"{tag} event cannot be stored: {exc}") from exc
+    except RecursionError:
+        raise DecodeError(f"{tag} event cannot be stored: nesting too deep") from None
     if _STRUCTURAL_NULL.search(data):  # where a NaN or an infinity would be written
         _refuse_non_finite(tag, msgspec.to_builtins(event))
     try:
         _readable.decode(data)
+    except RecursionError:  # encodable deeper than the decoder goes: would never read back
+        raise DecodeError(f"{tag} event cannot be stored: nesting too deep to read back") from None
     except msgspec.ValidationError as exc:
         problem, _, path = str(exc).rpartition(" - at ")
         if not problem:

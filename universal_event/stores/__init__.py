@@ -35,9 +35,11 @@ def open_store(url: str, *, must_exist: bool = False, **options: Any) -> Store:
     or directory is missing, or a PostgreSQL schema that was never made, raises
     :class:`~universal_event.errors.StoreNotFoundError` instead of being created empty.
     """
+    scheme, colon, rest = url.partition(":")
+    scheme = scheme.lower()  # URL schemes are case-insensitive (RFC 3986, 3.1)
+    url = scheme + colon + rest
     if url in ("memory:", "memory://"):
         return MemoryStore()
-    scheme = url.split(":", 1)[0]
     if scheme not in _BACKENDS:
         raise StoreURLError(
             f"unknown store URL {url!r}: expected memory:, jsonl:///dir, "

@@ -58,7 +58,9 @@ __all__ = [
     "decode_page",
     "decode_rows",
     "decode_stored",
+    "UNSTORABLE",
     "encode_row_values",
+    "unstorable",
     "local_path",
     "event_type",
     "session_file_stem",
@@ -181,6 +183,19 @@ def _name_the_culprit(session_id: str, events: Sequence[EventBase], expected_seq
                 f"not {session_id!r}"
             )
     raise ValueError(f"session {session_id!r}: batch is not contiguous from {expected_seq}")
+
+
+UNSTORABLE = (TypeError, OverflowError, UnicodeEncodeError, RecursionError)
+"""What encoding an event no JSON holds raises (an unsupported object, a huge integer, a
+lone surrogate, nesting deeper than the encoder goes): see :func:`unstorable`."""
+
+
+def unstorable(session_id: str, exc: BaseException) -> DecodeError:
+    """The typed error of a batch whose events cannot be encoded (one of
+    :data:`UNSTORABLE`): refused whole, nothing written. (A :class:`SessionLog` checks
+    each event when it is appended; this is for callers of a store itself.)"""
+    problem = "nesting too deep" if isinstance(exc, RecursionError) else str(exc)
+    return DecodeError(f"session {session_id!r}: an event cannot be stored: {problem}")
 
 
 def encode_row_values(session_id: str, events: Sequence[EventBase], expected_seq: int) -> list[Any]:
@@ -317,7 +332,7 @@ def decode_stored(
     """
     try:
         event = _event_decoder.decode(payload)
-    except (msgspec.MsgspecError, TypeError):
+    except (msgspec.MsgspecError, TypeError, RecursionError):
         event = _decode_slowly(session_id, seq, payload)
     if event.seq != seq or event.session_id != session_id:
         raise CorruptEventError(
@@ -584,6 +599,11 @@ def local_path(url: str, scheme: str, what: str, *, special: tuple[str, ...] = (
         raise StoreURLError(
             f"{scheme} URL {url!r} has a host part ({parts.netloc!r}); a local path takes "
             f"three slashes: {scheme}:///abs/path or {scheme}:///./relative/path"
+        )
+    if parts.query or parts.fragment or url.endswith(("?", "#")):
+        raise StoreURLError(
+            f"{scheme} URL {url!r} has a query or fragment; a {scheme} store takes no URL "
+            f"parameters (a '?' or '#' in the path is written %3F or %23)"
         )
     path = unquote(parts.path)
     if path.startswith(("/./", "/../")) or path in ("/.", "/..", *special):

@@ -66,6 +66,7 @@ from universal_event.events import Event, EventBase
 from universal_event.stores._base import (
     DECODE_BATCH,
     HASHED_NAME_MARK,
+    UNSTORABLE,
     AppendSignal,
     Batches,
     FileLiveLocks,
@@ -80,6 +81,7 @@ from universal_event.stores._base import (
     local_path,
     runtime_of,
     session_file_stem,
+    unstorable,
 )
 
 __all__ = ["JsonlStore"]
@@ -232,7 +234,10 @@ class JsonlStore(TailByPolling, FileLiveLocks):
                     raise ConflictError(session_id, expected_seq, last_seq + 1)
                 if not events:
                     return
-                data = _lines_encoder.encode_lines(events)
+                try:
+                    data = _lines_encoder.encode_lines(events)
+                except UNSTORABLE as exc:
+                    raise unstorable(session_id, exc) from exc
                 if size == 0:
                     header = _Header(
                         session_id=session_id, created=time.time(), runtime=runtime_of(events)
@@ -247,12 +252,19 @@ class JsonlStore(TailByPolling, FileLiveLocks):
                         _fsync_directory(self.directory)
                 held.seq, held.end = events[-1].seq, size + len(data)
                 if held.header is not None:
-                    self._positions[session_id] = _Position(
-                        stat.st_ino, held.seq, held.end, held.header
+                    self._remember(
+                        session_id, _Position(stat.st_ino, held.seq, held.end, held.header)
                     )
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         self._appended.appended()
+
+    def _remember(self, session_id: str, position: _Position) -> None:
+        """Keep where the session's file ended (forgotten in bulk past a bound: a
+        long-running store touches many sessions)."""
+        if len(self._positions) >= _MAX_REMEMBERED_PATHS and session_id not in self._positions:
+            self._positions.clear()
+        self._positions[session_id] = position
 
     def _lock_file(self, session_id: str, *, create: bool) -> tuple[_Held, os.stat_result] | None:
         """The session's kept file, its descriptor holding the flock, and the file's
@@ -279,7 +291,7 @@ class JsonlStore(TailByPolling, FileLiveLocks):
                 self._open_files[session_id] = held  # now the most recently used
                 return held, stat
             os.close(held.fd)
-        opened = _open_locked(path, create=create)
+        opened = _open_locked(session_id, path, create=create)
         if opened is None:
             return None
         while len(self._open_files) >= _MAX_OPEN_FILES:
@@ -363,7 +375,7 @@ class JsonlStore(TailByPolling, FileLiveLocks):
                 return
             except FileExistsError:
                 pass
-            opened = _open_locked(final, create=False)
+            opened = _open_locked(new_id, final, create=False)
             if opened is None:
                 continue  # deleted meanwhile: link again
             fd, stat = opened
@@ -382,11 +394,14 @@ class JsonlStore(TailByPolling, FileLiveLocks):
         path = self._path(session_id)
         with self._lock:
             self._close_file(session_id)
-            opened = _open_locked(path, create=False)
+            opened = _open_locked(session_id, path, create=False)
             if opened is None:
                 return
-            fd = opened[0]
+            fd, stat = opened
             try:
+                if stat.st_size:  # an empty file: a first write that never came
+                    # Not a file of this session (a user's own): not the store's to delete.
+                    _check_own_file(session_id, fd, _last_newline_end(fd, stat.st_size))
                 path.unlink()
                 self._positions.pop(session_id, None)
                 self._runtimes.pop(session_id, None)
@@ -404,6 +419,8 @@ class JsonlStore(TailByPolling, FileLiveLocks):
             handle = open(self._path(session_id), "rb")
         except FileNotFoundError:
             return
+        except IsADirectoryError:
+            raise _not_a_file(session_id) from None
         with handle:
             yield from self._read_from(session_id, handle, start, end)
 
@@ -437,7 +454,7 @@ class JsonlStore(TailByPolling, FileLiveLocks):
                 or (known.inode, known.header) != (inode, header)
                 or known.seq < seq - 1
             ):
-                self._positions[session_id] = _Position(inode, seq - 1, offset, header)
+                self._remember(session_id, _Position(inode, seq - 1, offset, header))
 
     def _seek(
         self, session_id: str, handle: Any, stat: os.stat_result, start: int
@@ -471,6 +488,8 @@ class JsonlStore(TailByPolling, FileLiveLocks):
                 return _last_seq(session_id, handle.fileno(), os.fstat(handle.fileno()).st_size)
         except FileNotFoundError:
             return -1
+        except IsADirectoryError:
+            raise _not_a_file(session_id) from None
 
     def list_sessions(self) -> list[SessionInfo]:
         """The sessions whose files read as such. A ``.jsonl`` file without a valid
@@ -480,6 +499,9 @@ class JsonlStore(TailByPolling, FileLiveLocks):
         :class:`CorruptEventError`."""
         found: list[SessionInfo] = []
         for path in sorted(self.directory.glob("*" + _SUFFIX)):
+            if not path.is_file():
+                _log.warning("skipping %s in the listing: not a file", path.name)
+                continue
             session_id = self._session_of(path)
             if session_id is None:
                 continue
@@ -506,7 +528,7 @@ class JsonlStore(TailByPolling, FileLiveLocks):
                 header = _header_decoder.decode(line)
         except FileNotFoundError:
             return None
-        except (OSError, msgspec.DecodeError) as exc:
+        except (OSError, msgspec.DecodeError, RecursionError) as exc:
             _log.warning("skipping %s in the listing: no session header: %s", path.name, exc)
             return None
         if self._path(header.session_id).name != path.name:
@@ -528,11 +550,15 @@ class JsonlStore(TailByPolling, FileLiveLocks):
                 runtime = header.runtime or self._runtime(session_id, handle, header_line)
         except FileNotFoundError:
             raise SessionNotFoundError(session_id) from None
+        except IsADirectoryError:
+            raise _not_a_file(session_id) from None
         return SessionInfo(
             session_id=session_id,
             runtime=runtime,
             created=header.created,
-            last_activity=stat.st_mtime,
+            # The header's time is the clock's, a file's mtime the kernel's coarser one:
+            # a session written within a tick of its creation may seem older than it.
+            last_activity=max(stat.st_mtime, header.created),
             event_count=last + 1,
             parent_id=header.parent_id,
             fork_seq=header.fork_seq,
@@ -582,17 +608,17 @@ def _first_runtime(run: bytes) -> str | None:
     Lines that do not decode are passed over: reading the session reports them."""
     try:
         lines = _sources_decoder.decode(b"[" + run[:-1].replace(b"\n", b",") + b"]")
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         lines = []
         for line in run[:-1].split(b"\n"):
             try:
                 lines.append(_source_decoder.decode(line))
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 continue
     return next((line.source.runtime for line in lines if line.source is not None), None)
 
 
-def _open_locked(path: Path, *, create: bool) -> tuple[int, os.stat_result] | None:
+def _open_locked(session_id: str, path: Path, *, create: bool) -> tuple[int, os.stat_result] | None:
     """Open ``path`` and hold its exclusive flock; ``None`` when it does not exist.
 
     After locking, the path must still name the file we hold (a concurrent ``delete``
@@ -605,6 +631,8 @@ def _open_locked(path: Path, *, create: bool) -> tuple[int, os.stat_result] | No
             fd = os.open(path, flags, 0o644)
         except FileNotFoundError:
             return None
+        except IsADirectoryError:
+            raise _not_a_file(session_id) from None
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             stat = os.stat(path)
@@ -615,6 +643,10 @@ def _open_locked(path: Path, *, create: bool) -> tuple[int, os.stat_result] | No
             if (stat.st_dev, stat.st_ino) == (held.st_dev, held.st_ino):
                 return fd, stat
         os.close(fd)
+
+
+def _not_a_file(session_id: str) -> CorruptEventError:
+    return CorruptEventError(session_id, None, "its path is a directory, not a session file")
 
 
 def _settle_end(session_id: str, fd: int, size: int) -> tuple[int, int, bytes | None]:
@@ -702,7 +734,7 @@ def _last_seq(session_id: str, fd: int, size: int) -> int:
     line = os.pread(fd, end - start, start)
     try:
         head = _line_head_decoder.decode(line)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:
         problem = f"last line unreadable: {exc}"
         raise CorruptEventError(session_id, _seq_after(session_id, fd, start), problem) from None
     if head.seq is None:
@@ -738,7 +770,7 @@ def _read_header(session_id: str, handle: Any) -> tuple[_Header, bytes] | None:
 def _decode_header(session_id: str, line: bytes) -> _Header:
     try:
         header = _header_decoder.decode(line)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:
         raise CorruptEventError(session_id, None, f"bad session header: {exc}") from None
     if header.session_id != session_id:
         raise CorruptEventError(

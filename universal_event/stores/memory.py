@@ -27,11 +27,11 @@ class MemoryStore:
         check_batch(session_id, events, expected_seq)
         with self._changed:
             stored = self._events.setdefault(session_id, [])
-            if len(stored) != expected_seq:
-                if not stored:
+            if len(stored) != expected_seq or not events:
+                if not stored:  # a session without events is none
                     del self._events[session_id]
-                raise ConflictError(session_id, expected_seq, len(stored))
-            if not events:
+                if len(stored) != expected_seq:
+                    raise ConflictError(session_id, expected_seq, len(stored))
                 return
             stored.extend(events)  # type: ignore[arg-type]
             now = time.time()
@@ -101,7 +101,7 @@ class MemoryStore:
             while True:
                 stored = self._events.get(session_id, [])
                 if len(stored) > after_seq + 1:
-                    return stored[after_seq + 1 :]
+                    return stored[max(after_seq + 1, 0) :]
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return []

@@ -66,6 +66,7 @@ from universal_event.stores._base import (
     DECODE_BATCH,
     NO_END,
     READ_PAGE_SIZE,
+    UNSTORABLE,
     Batches,
     Rehoming,
     SessionInfo,
@@ -77,6 +78,7 @@ from universal_event.stores._base import (
     event_type,
     runtime_of,
     session_info_of,
+    unstorable,
 )
 
 try:
@@ -90,6 +92,22 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     ) from exc
 
 __all__ = ["PostgresStore"]
+
+
+class _Pool(ConnectionPool["psycopg.Connection[Any]"]):
+    """The connection pool, whose wait for a free connection ends in a typed error."""
+
+    def getconn(self, timeout: float | None = None) -> psycopg.Connection[Any]:
+        try:
+            return super().getconn(timeout)
+        except PoolTimeout as exc:
+            raise StoreError(
+                f"PostgreSQL store {self.name!r}: none of the pool's {self.max_size} "
+                f"connections came free within {self.timeout:g} s (an open read() holds "
+                f"one while it is iterated: read to the end or drop it, or give the store "
+                f"a larger max_size)"
+            ) from exc
+
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,50}$")
 _OWN_PARAMETERS = ("schema",)
@@ -393,7 +411,7 @@ class PostgresStore:
         _probe(conninfo, connect_timeout)
         # Autocommit connections: reads are single statements, and writes open their
         # transaction themselves (append sends BEGIN with its first statement).
-        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+        self._pool: _Pool = _Pool(
             conninfo,
             min_size=min_size,
             max_size=max_size,
@@ -409,6 +427,9 @@ class PostgresStore:
             raise StoreError(
                 f"cannot connect to PostgreSQL at {_redact(conninfo)}: {exc}"
             ) from None
+        self._held_reads = 0
+        """Open reads holding a connection (at most all but one of the pool's)."""
+        self._held_reads_lock = threading.Lock()
         self._notified = threading.Condition()
         self._version = 0
         self._listener: threading.Thread | None = None
@@ -524,7 +545,10 @@ class PostgresStore:
     def append(self, session_id: str, events: Sequence[EventBase], *, expected_seq: int) -> None:
         _check_id(session_id)
         check_batch(session_id, events, expected_seq)
-        columns = _columns(events) if events else None
+        try:
+            columns = _columns(events) if events else None
+        except UNSTORABLE as exc:
+            raise unstorable(session_id, exc) from exc
         with self._pool.connection() as conn, conn.cursor() as cur:
             if columns is None:
                 count = self._event_count(cur, session_id)
@@ -683,16 +707,16 @@ class PostgresStore:
         """Stream in pages of up to :data:`PAGE_ROWS` rows and :data:`PAGE_BYTES` of
         payloads, the server working one page ahead.
 
-        From a pool of more than one connection the read holds one (pipeline mode) for
-        as long as it is iterated: the next page's query is sent, and the server scans
-        and sends it while the reader decodes this one (decoded lazily: a reader that
-        drops each event after use triggers no garbage collection). A store call the
-        reader makes meanwhile gets another connection when the pool has one to spare
-        (as many readers making such calls as the pool has connections wait for each
-        other until ``PoolTimeout``: size the pool for them); dropping the iterator
-        gives the connection back. From a pool of one, a page's connection is given back before the
-        page is decoded, so such a call can have it; the server then waits while the
-        reader decodes (measured ~1.6x slower on 100k events). In memory: about two pages
+        A read holds a connection (pipeline mode) for as long as it is iterated: the
+        next page's query is sent, and the server scans and sends it while the reader
+        decodes this one (decoded lazily: a reader that drops each event after use
+        triggers no garbage collection); dropping the iterator gives the connection
+        back. Reads hold all but one of the pool's connections at most: a read opened
+        past them (and any read from a pool of one) takes a connection for each page
+        and gives it back before the page is decoded, so that a store call the reader
+        makes meanwhile, or another open read, can have it; the server then waits
+        while the reader decodes (measured ~1.6x slower on 100k events). A call that
+        finds no connection free within the pool's timeout raises :class:`StoreError`. In memory: about two pages
         of payloads. The first page and where the session ends go in one round trip, so
         short reads (``tail``, a few recent events) cost one. Why not a thread fetching
         ahead: measured on 100k events, the fetching thread and the decoding one fought
@@ -711,12 +735,26 @@ class PostgresStore:
         bound = NO_END if end is None else end
         if min(FIRST_PLAN[0], bound - start) <= 0:
             return
-        if self._pool.max_size > 1:
+        if not self._hold_for_read():
+            yield from self._pages(session_id, start, bound, self._page_lease, held=False)
+            return
+        try:
             # A store call the reader makes meanwhile gets another one (see read()).
             with self._pool.connection() as conn, conn.pipeline():
                 yield from self._pages(session_id, start, bound, lambda: nullcontext(conn))
-        else:
-            yield from self._pages(session_id, start, bound, self._page_lease, held=False)
+        finally:
+            with self._held_reads_lock:
+                self._held_reads -= 1
+
+    def _hold_for_read(self) -> bool:
+        """Whether a read may hold a connection: all but one of the pool's may be held,
+        so that reads left open cannot starve the store's other calls (and reads past
+        them, which take a connection page by page)."""
+        with self._held_reads_lock:
+            if self._held_reads >= self._pool.max_size - 1:
+                return False
+            self._held_reads += 1
+            return True
 
     @contextmanager
     def _page_lease(self) -> Iterator[psycopg.Connection[Any]]:
@@ -1018,7 +1056,7 @@ class _Statements:
         )
         """Where a session ends, in one snapshot: its row's count, its highest stored seq."""
         self.list_sessions = (
-            f"SELECT {columns} FROM {sessions} WHERE event_count > 0 ORDER BY session_id"
+            f"SELECT {columns} FROM {sessions} WHERE event_count > 0 ORDER BY session_id COLLATE \"C\""
         )
         self.session_info = (
             f"SELECT {columns} FROM {sessions} WHERE session_id = %s AND event_count > 0"

@@ -50,6 +50,7 @@ from universal_event.events import Event, EventBase
 from universal_event.stores._base import (
     DECODE_BATCH,
     NO_END,
+    UNSTORABLE,
     AppendSignal,
     Batches,
     FileLiveLocks,
@@ -65,6 +66,7 @@ from universal_event.stores._base import (
     local_path,
     runtime_of,
     session_info_of,
+    unstorable,
 )
 
 __all__ = ["SqliteStore"]
@@ -293,7 +295,10 @@ class SqliteStore(TailByPolling, FileLiveLocks):
     # ------------------------------------------------------------------ writes
 
     def append(self, session_id: str, events: Sequence[EventBase], *, expected_seq: int) -> None:
-        values = encode_row_values(session_id, events, expected_seq)
+        try:
+            values = encode_row_values(session_id, events, expected_seq)
+        except UNSTORABLE as exc:
+            raise unstorable(session_id, exc) from exc
         count = len(events)
         now = time.time()
         with self._lock, self._write_transaction():
