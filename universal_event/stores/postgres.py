@@ -1055,9 +1055,7 @@ class _Statements:
             f"(SELECT max(seq) FROM {events} WHERE session_id = %s)"
         )
         """Where a session ends, in one snapshot: its row's count, its highest stored seq."""
-        self.list_sessions = (
-            f"SELECT {columns} FROM {sessions} WHERE event_count > 0 ORDER BY session_id COLLATE \"C\""
-        )
+        self.list_sessions = f'SELECT {columns} FROM {sessions} WHERE event_count > 0 ORDER BY session_id COLLATE "C"'
         self.session_info = (
             f"SELECT {columns} FROM {sessions} WHERE session_id = %s AND event_count > 0"
         )
