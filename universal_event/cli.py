@@ -282,29 +282,13 @@ def cmd_render(args: argparse.Namespace) -> int:
 
     Warnings (repaired orphans, dropped foreign reasoning) go to stderr, one per line.
     """
-    import importlib
+    from adapters import render_session
 
-    from adapters._render import RenderPolicy
-    from universal_event.errors import RenderError
-
-    module = importlib.import_module(
-        {
-            "anthropic": "adapters.anthropic",
-            "openai-chat": "adapters.openai_chat",
-            "openai-responses": "adapters.openai_responses",
-        }[args.target]
-    )
     store = _open_session_store(args, args.session)
     try:
         log = _open_log(store, args.session)
-        header = log.current_header()
-        if (header is None or header.model is None) and args.model is None:
-            raise RenderError(
-                f"session {args.session!r} has no request/header with a model: pass --model"
-            )
         warnings: list[Any] = []
-        policy = RenderPolicy(model=args.model)
-        rendered = module.render_request(log.derive_messages(), header, policy, warnings=warnings)
+        rendered = render_session(log, args.target, model=args.model, warnings=warnings)
         _write_json(rendered)
         for warning in warnings:
             print(f"universal-event: warning: [{warning.code}] {warning.message}", file=sys.stderr)

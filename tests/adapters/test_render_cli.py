@@ -71,17 +71,25 @@ def test_normalize_request_body_gives_events(
 def test_a_session_without_a_header_renders_with_model_and_says_so_without(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """No ``request/header``: the model is ``--model``, else that of the session's last
+    reply from the target's provider, else none (an error naming ``--model``)."""
     stream = tmp_path / "stream.sse"
     recorded = recording("anthropic", "stream_client_tool_two_turns")
     stream.write_text(recorded["interactions"][0]["response_body"])
+    replied = json.loads(
+        recorded["interactions"][0]["response_body"].split("data: ")[1].split("\n")[0]
+    )
     store = f"sqlite:///{tmp_path / 's.db'}"
     assert (
         main(["import", "--store", store, "--from", "anthropic", str(stream), "--session", "s"])
         == 0
     )
     capsys.readouterr()
-    assert main(["render", "--store", store, "--session", "s", "--to", "anthropic"]) == 1
-    assert "pass --model" in capsys.readouterr().err
+    assert main(["render", "--store", store, "--session", "s", "--to", "openai-chat"]) == 1
+    error = capsys.readouterr().err
+    assert "names no model" in error and "--model" in error
+    assert main(["render", "--store", store, "--session", "s", "--to", "anthropic"]) == 0
+    assert json.loads(capsys.readouterr().out)["model"] == replied["message"]["model"]
     assert (
         main(["render", "--store", store, "--session", "s", "--to", "anthropic", "--model", "m1"])
         == 0

@@ -50,3 +50,15 @@ def test_serves_with_a_tokens_file(tmp_path: Path) -> None:
         assert httpx.get(f"{base}/sessions").status_code == 401
         auth = {"Authorization": "Bearer agent-token-0123456789"}
         assert httpx.get(f"{base}/sessions", headers=auth).json() == []
+
+
+def test_a_port_in_use_is_named() -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = _serve("--dev", "--port", str(port))
+    assert result.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in result.stderr

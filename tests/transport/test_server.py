@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -255,6 +256,57 @@ def test_messages_and_render_endpoints(dev_server: ServerThread, http: httpx.Cli
     assert missing.status_code == 404
 
 
+def test_render_takes_a_model_and_gives_its_warnings(
+    dev_server: ServerThread, http: httpx.Client
+) -> None:
+    """A session of another provider's replies (no header for the target) renders with
+    ``?model=``; the count of warnings is a header, the warnings themselves come with
+    ``&warnings=1`` (a renamed tool's names are needed to map a response back)."""
+    fixture = json.loads(
+        (FIXTURES / "anthropic-messages/stream_client_tool_two_turns.json").read_text()
+    )
+    prompt = fixture["interactions"][0]["request_body"]["messages"][0]["content"][0]["text"]
+    post_events(
+        http,
+        dev_server.url,
+        "r1",
+        [
+            RequestHeaderEvent(id="h0", provider="anthropic", api="messages", model="claude-x"),
+            UserMessageEvent(id="u0", content=[TextPart(text=prompt)]),
+        ],
+    )
+    stream = fixture["interactions"][0]["response_body"].encode()
+    http.post(f"{dev_server.url}/sessions/r1/events?from=anthropic", content=stream)
+    url = f"{dev_server.url}/sessions/r1/render"
+    plain = http.get(url, params={"to": "openai-chat", "model": "gpt-5"})
+    assert plain.status_code == 200, plain.text
+    assert plain.json()["model"] == "gpt-5"
+    count = int(plain.headers["Universal-Event-Warning-Count"])
+    assert count > 0  # the thinking of another provider, dropped
+    listed = http.get(url, params={"to": "openai-chat", "model": "gpt-5", "warnings": "1"})
+    body = listed.json()
+    assert body["request"] == plain.json()
+    assert len(body["warnings"]) == count
+    assert {"code", "message"} <= set(body["warnings"][0])
+    same = http.get(url, params={"to": "anthropic"})
+    assert same.json()["model"] == "claude-x"  # the session's own
+
+
+def test_a_session_id_with_spaces_and_any_script_is_served(
+    dev_server: ServerThread, http: httpx.Client
+) -> None:
+    session = "my session: café 日本"
+    quoted = quote(session, safe="")
+    answer = post_events(http, dev_server.url, quoted, user_events(2, prefix="sp"))
+    assert answer.status_code == 200, answer.text
+    listed = [info["session_id"] for info in http.get(f"{dev_server.url}/sessions").json()]
+    assert session in listed
+    read = http.get(f"{dev_server.url}/sessions/{quoted}/events", params={"follow": "0"})
+    assert read.status_code == 200 and read.text.count("event: user/message") == 2
+    assert http.get(f"{dev_server.url}/sessions/{quoted}/messages").status_code == 200
+    assert http.get(f"{dev_server.url}/view/{quoted}").status_code == 200
+
+
 # ---------------------------------------------------------------- bad input
 
 
@@ -283,7 +335,7 @@ _BAD_INPUT = [
     ("/sessions/s1/events?from=fortran", b"GOOD", {}, 400, "unknown_runtime", "'fortran'"),
     ("/sessions/s1/events", b"GOOD\n" + b" " * 5000, {}, 413, "body_too_large", "limit"),
     ("/sessions/s1/events", b"GOOD\n" + _BIG, {}, 413, "event_too_large", "event 2"),
-    ("/sessions/bad%20id/events", b"GOOD", {}, 400, "bad_session_id", "session id"),
+    ("/sessions/bad%09id/events", b"GOOD", {}, 400, "bad_session_id", "session id"),
     ("/sessions/s1/events", b"GOOD\n" * 3, {}, 413, "too_many_events", "limit is 5"),
 ]
 

@@ -6,7 +6,11 @@ Routes::
     GET  /sessions/{id}/events           SSE; resume with Last-Event-ID or ?after=SEQ;
                                          live tail unless ?follow=0
     GET  /sessions/{id}/messages         the derived neutral messages
-    GET  /sessions/{id}/render?to=T      the SDK create() kwargs for target T
+    GET  /sessions/{id}/render?to=T      the SDK create() kwargs for target T (``&model=M``
+                                         overrides the session's model); how many warnings
+                                         the rendering gave (what it repaired, dropped or
+                                         renamed) in ``Universal-Event-Warning-Count``;
+                                         ``&warnings=1``: ``{"request", "warnings"}``
     GET  /sessions                       sessions the token may read
     GET  /view/{id}                      the session viewer (HTML + EventSource)
     GET  /healthz
@@ -64,13 +68,11 @@ __all__ = ["create_app"]
 
 logger = logging.getLogger("universal_event.server")
 
-_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}")
-_RENDER_MODULES = {
-    "anthropic": "adapters.anthropic",
-    "openai-chat": "adapters.openai_chat",
-    "openai-responses": "adapters.openai_responses",
-}
+_SESSION_ID = re.compile(r"[^/\x00-\x1f\x7f]{1,512}")
+"""The ids the routes serve: any a store holds (spaces, any script), but for a ``/`` (a
+path parameter stops there) and control characters, up to 512 characters."""
 _json = msgspec.json.Encoder()
+_WARNING_COUNT = "Universal-Event-Warning-Count"
 
 
 class _Json(Response):
@@ -188,7 +190,8 @@ class _ControlPlane:
             return session_id, _error(
                 400,
                 "bad_session_id",
-                f"session id {session_id[:80]!r} must match {_SESSION_ID.pattern}",
+                f"session id {session_id[:80]!r} must be 1 to 512 characters, no '/' and "
+                "no control character",
             )
         return session_id, self._refuse(request, session_id, right)
 
@@ -297,19 +300,26 @@ class _ControlPlane:
         if refused is not None:
             return refused
         target = request.query_params.get("to", "")
-        if target not in _RENDER_MODULES:
+        targets = _render_targets()
+        if target not in targets:
             return _error(
                 400,
                 "unknown_target",
-                f"?to={target!r} is not a target; known: {', '.join(_RENDER_MODULES)}",
+                f"?to={target!r} is not a target; known: {', '.join(targets)}",
             )
+        model = request.query_params.get("model") or None
         try:
-            rendered = await anyio.to_thread.run_sync(_render, self.store, session_id, target)
+            rendered, warnings = await anyio.to_thread.run_sync(
+                _render, self.store, session_id, target, model
+            )
         except RenderError as exc:
             return _error(422, "render_failed", str(exc))
         except ImportError as exc:
             return _error(501, "not_available", f"rendering is not available: {exc}")
-        return _Json(rendered)
+        count = {_WARNING_COUNT: str(len(warnings))}
+        if request.query_params.get("warnings") in ("1", "true"):
+            return _Json({"request": rendered, "warnings": warnings}, headers=count)
+        return _Json(rendered, headers=count)
 
     async def list_sessions(self, request: Request) -> Response:
         refused = self._refuse(request, None, "read")
@@ -358,12 +368,19 @@ def _derive(store: Store, session_id: str) -> Any:
     return msgspec.to_builtins(_open_log(store, session_id).derive_messages())
 
 
-def _render(store: Store, session_id: str, target: str) -> Any:
-    import importlib
+def _render_targets() -> tuple[str, ...]:
+    from adapters import TARGETS
 
-    log = _open_log(store, session_id)
-    module = importlib.import_module(_RENDER_MODULES[target])
-    return module.render_request(log.derive_messages(), log.current_header())
+    return tuple(TARGETS)
+
+
+def _render(store: Store, session_id: str, target: str, model: str | None) -> tuple[Any, list[Any]]:
+    """The rendered request, and its warnings as builtins."""
+    from adapters import render_session
+
+    warnings: list[Any] = []
+    rendered = render_session(_open_log(store, session_id), target, model=model, warnings=warnings)
+    return rendered, msgspec.to_builtins(warnings)
 
 
 def _static(name: str) -> bytes:

@@ -117,7 +117,11 @@ def run_server(*, store_url: str, host: str, port: int, dev: bool, tokens_file: 
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((host, port))
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            shown = f"[{host}]" if family == socket.AF_INET6 else host
+            raise OSError(exc.errno, f"cannot listen on {shown}:{port}: {exc.strerror}") from exc
         sock.listen(2048)  # connections queue from now on, before uvicorn accepts them
         bound_port = sock.getsockname()[1]
         shown = f"[{host}]" if family == socket.AF_INET6 else host
