@@ -298,3 +298,32 @@ def test_viewer_draws_the_timeline_live_and_renders_a_non_blank_page(browser: Br
     body = [pixel for row in rows[60:400:4] for pixel in row[20:700:4]]
     tinted = [pixel for pixel in body if pixel != body[0]]
     assert len(tinted) > len(body) // 10  # the timeline's panels fill the page
+
+
+def test_viewer_stops_at_a_stream_error_and_says_why(browser: Browser, tmp_path: Path) -> None:
+    """A stored event the server cannot read ends the stream with a ``stream-error``
+    frame; the page shows it and stops, instead of reconnecting into it every second."""
+    import sqlite3
+
+    from universal_event.stores.sqlite import SqliteStore
+
+    store = SqliteStore(tmp_path / "s.db")
+    with ServerThread(create_app(store, tokens=None)) as server, httpx.Client(timeout=10) as http:
+        assert post_events(http, server.url, "v2", _turn("t1")).status_code == 200
+        with sqlite3.connect(tmp_path / "s.db") as raw:
+            raw.execute("UPDATE events SET payload = ? WHERE seq = 3", (b"{not json",))
+        browser.call("Page.enable")
+        browser.call("Page.navigate", url=f"{server.url}/view/v2")
+        browser.wait_for("document.getElementById('status').textContent === 'stopped'")
+        shown = browser.evaluate(
+            """({
+              count: window.universalEventViewer.count,
+              closed: window.universalEventViewer.source.readyState === EventSource.CLOSED,
+              error: [...document.querySelectorAll('.item.error')].pop().textContent,
+            })"""
+        )
+        time.sleep(1.5)  # a reconnect would come within a second
+        assert browser.evaluate("document.getElementById('status').textContent") == "stopped"
+        browser.call("Page.navigate", url="about:blank")
+    assert shown["count"] == 3 and shown["closed"]
+    assert shown["error"].startswith("stream error:") and "(seq 3)" in shown["error"]

@@ -219,6 +219,19 @@
   const source = new EventSource(url);
   for (const type of eventTypes) source.addEventListener(type, receive);
   source.onmessage = receive;
+  // The server ends a stream it cannot go on with (a corrupt stored event) with this
+  // frame; resuming would meet the same error every second: stop and say why.
+  source.addEventListener("stream-error", (message) => {
+    source.close();
+    let text = "the stream stopped";
+    try {
+      const error = JSON.parse(message.data).error;
+      text = error.message + (error.seq != null ? " (seq " + error.seq + ")" : "");
+    } catch (err) { /* keep the plain text */ }
+    timeline.append(el("div", "item error", "stream error: " + text));
+    statusEl.textContent = "stopped";
+    statusEl.className = "reconnecting";
+  });
   source.onopen = () => { statusEl.textContent = "live"; statusEl.className = "live"; };
   source.onerror = (e) => {
     if (e instanceof MessageEvent) return; // an `error` event of the session, drawn by receive
