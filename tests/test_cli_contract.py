@@ -62,6 +62,23 @@ def test_normalize_reads_stdin_and_writes_json_lines() -> None:
     assert all(e["source"]["runtime"] == "claude-code" for e in events if "source" in e)
 
 
+def test_input_none_of_which_the_runtime_recognises_is_kept_with_a_warning(
+    tmp_path: Path,
+) -> None:
+    """A Claude Code capture read as an Anthropic SSE stream: every line is kept (as
+    ``native/unknown``), and the user is told the ``--from`` is likely wrong."""
+    result = _run("normalize", "--from", "anthropic", str(CAPTURE))
+    assert result.returncode == 0
+    types = {json.loads(line)["type"] for line in result.stdout.splitlines()}
+    assert types == {"native/unknown"}
+    assert f"nothing in {CAPTURE} was recognised as anthropic input" in result.stderr.decode()
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    imported = _run("import", "--from", "codex", str(CAPTURE), "--session", "s", "--store", store)
+    assert imported.returncode == 0 and "is --from right?" in imported.stderr.decode()
+    right = _run("normalize", "--from", "claude-code", str(CAPTURE))
+    assert right.returncode == 0 and right.stderr == b""
+
+
 @pytest.mark.parametrize(
     ("runtime", "body"),
     [

@@ -114,7 +114,21 @@ def cmd_normalize(args: argparse.Namespace) -> int:
 
     events = normalize_bytes(args.runtime, _read_input(args.file))
     sys.stdout.buffer.write(encode_lines(events))
+    _warn_if_unrecognised(args, events)
     return 0
+
+
+def _warn_if_unrecognised(args: argparse.Namespace, events: Sequence[Event]) -> None:
+    """Input none of which the runtime's adapter recognised is kept all the same (as
+    ``native/unknown``: never dropped), but is most likely another runtime's: say so."""
+    from universal_event.events import NativeUnknownEvent
+
+    if events and all(isinstance(event, NativeUnknownEvent) for event in events):
+        print(
+            f"universal-event: warning: nothing in {args.file or '-'} was recognised as "
+            f"{args.runtime} input ({len(events)} native/unknown events); is --from right?",
+            file=sys.stderr,
+        )
 
 
 def _open_store(args: argparse.Namespace, *, must_exist: bool = False) -> Store:
@@ -190,6 +204,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from universal_event.log import SessionLog
 
     events = import_events(args.runtime, _read_input(args.file))
+    _warn_if_unrecognised(args, events)
     store = _open_store(args)
     try:
         release = _hold_session(store, args.session)
