@@ -200,7 +200,12 @@ def _open_log(store: Store, session_id: str) -> SessionLog:
 def cmd_import(args: argparse.Namespace) -> int:
     """Normalise a native input into a stored session; importing it again adds nothing
     (and once it has grown, only what is new: :func:`~universal_event.ingest.import_events`)."""
-    from universal_event.ingest import append_imported, import_events
+    from universal_event.ingest import (
+        REQUEST_RUNTIMES,
+        append_imported,
+        append_request,
+        import_events,
+    )
     from universal_event.log import SessionLog
 
     events = import_events(args.runtime, _read_input(args.file))
@@ -211,7 +216,10 @@ def cmd_import(args: argparse.Namespace) -> int:
         try:
             log = SessionLog(store, args.session, live=False)
             first = log.next_seq
-            append_imported(log, events)
+            if args.runtime in REQUEST_RUNTIMES:  # a snapshot of the whole history
+                append_request(log, events)
+            else:
+                append_imported(log, events)
             log.checkpoint()
         finally:
             if release is not None:

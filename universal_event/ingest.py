@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 __all__ = [
     "REQUEST_RUNTIMES",
     "append_imported",
+    "append_request",
     "import_events",
     "normalize_bytes",
     "parse_request_body",
@@ -310,6 +311,63 @@ def append_imported(log: SessionLog, events: list[Event]) -> list[Event]:
         remember(appended)
         logged.append(appended)
     return logged
+
+
+def append_request(log: SessionLog, events: list[Event]) -> list[Event]:
+    """Append a request body's events (:func:`import_events` of a ``<target>-request``)
+    so that the session's surface becomes the history the request holds.
+
+    A request body is a snapshot: it holds the whole conversation so far, and a client
+    (a proxy logging each body) sends the next one with everything again. So the
+    surface's beginning that the request repeats is kept, compared by what the events
+    say (not their ids, times or sources: :func:`_said`), and the rest of the request
+    goes in place of the rest of the surface: what the client sent next (the reply it
+    got, the tool results, the new prompt) follows; where its copy of a reply differs
+    from the one logged (a streamed response imported between), the client's, which is
+    what the model was sent, takes the logged one's place (which stays in the log). A
+    request that holds nothing past the surface's beginning (an older body imported
+    after a newer) adds nothing; the same body again adds nothing (its ids are logged).
+    The request's settings start a new epoch when they differ from those in force.
+    """
+    import msgspec
+
+    from universal_event.derive import is_surface_event
+    from universal_event.events import RequestHeaderEvent, Surface
+
+    if all(log.event_by_id(event.id) is not None for event in events):
+        return [log.append(event) for event in events]  # as logged before
+    logged: list[Event] = []
+    for event in events:
+        if isinstance(event, RequestHeaderEvent):
+            header = log.update_header(event)
+            if header is not None:
+                logged.append(header)
+        elif not is_surface_event(event):
+            logged.append(log.append(event))
+    sent = [event for event in events if is_surface_event(event)]
+    history = log.events()
+    shown = log.surface_seqs()
+    kept = 0
+    while kept < min(len(shown), len(sent)) and _said(history[shown[kept]]) == _said(sent[kept]):
+        kept += 1
+    rest = sent[kept:]
+    if rest and kept < len(shown):
+        replace = Surface(op="replace", start=shown[kept], end=shown[-1])
+        rest[0] = msgspec.structs.replace(rest[0], surface=replace)
+    logged.extend(log.append(event) for event in rest)
+    return logged
+
+
+def _said(event: Event) -> Event:
+    """What an event puts in the history: the event without its envelope (id, seq,
+    session, time, turn, step, source, surface intent)."""
+    import msgspec
+
+    envelope = {"id": "", "seq": -1, "session_id": "", "ts": 0.0, "turn_id": None}
+    cleared = msgspec.structs.replace(event, **envelope, step=None, source=None)
+    if hasattr(cleared, "surface"):
+        cleared = msgspec.structs.replace(cleared, surface=None)
+    return cleared
 
 
 def _stale_results(
