@@ -291,3 +291,19 @@ def _switches(url: str, session: str) -> list[tuple[str | None, str]]:
         ]
     finally:
         store.close()
+
+
+def test_a_file_where_a_directory_belongs_is_named(tmp_path: Path) -> None:
+    """``schema --out`` and a ``jsonl:`` store take a directory: a file there is said to
+    be one (it was ``File exists``)."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("mine\n")
+    schema = _cli("schema", "--out", str(a_file))
+    assert schema.returncode == 1
+    assert "goes into a directory; this is a file" in _one_error_line(schema.stderr)
+    store = _cli("sessions", "--store", f"jsonl://{a_file}")
+    assert store.returncode == 1
+    assert f"a JSONL store is a directory; {str(a_file)!r} is a file" in _one_error_line(
+        store.stderr
+    )
+    assert a_file.read_text() == "mine\n"

@@ -73,6 +73,10 @@ def render_schema() -> bytes:
 
 def write_schema(directory: Path) -> Path:
     """Write the schema file into ``directory``; returns its path."""
+    if directory.exists() and not directory.is_dir():
+        raise NotADirectoryError(
+            20, "the schema goes into a directory; this is a file", str(directory)
+        )
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / SCHEMA_FILENAME
     path.write_bytes(render_schema())

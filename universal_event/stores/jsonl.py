@@ -61,7 +61,12 @@ from urllib.parse import unquote
 
 import msgspec
 
-from universal_event.errors import ConflictError, CorruptEventError, SessionNotFoundError
+from universal_event.errors import (
+    ConflictError,
+    CorruptEventError,
+    SessionNotFoundError,
+    StoreError,
+)
 from universal_event.events import Event, EventBase
 from universal_event.stores._base import (
     DECODE_BATCH,
@@ -179,6 +184,8 @@ class JsonlStore(TailByPolling, FileLiveLocks):
         self, directory: str | os.PathLike[str], *, fsync: bool = True, poll_interval: float = 0.02
     ) -> None:
         self.directory = Path(directory)
+        if self.directory.exists() and not self.directory.is_dir():
+            raise StoreError(f"a JSONL store is a directory; {str(self.directory)!r} is a file")
         self.directory.mkdir(parents=True, exist_ok=True)
         self._fsync = fsync
         self._poll_interval = poll_interval
