@@ -88,6 +88,7 @@ __all__ = [
     "bundled_codex",
     "codex_rollout_path",
     "codex_rollout_turn",
+    "import_claude_turns",
     "import_codex_turns",
     "claude_project_dir",
     "current_native_session",
@@ -784,7 +785,7 @@ class ClaudeCodeRunner:
                     return result
                 _note_switch(run_log, log, self.runtime, resume)
                 if resume is not None:
-                    self._import_turns_run_elsewhere(log, run_log, resume)
+                    _import_claude_turns(log, run_log, self.transcript_path(resume))
                 prompt_events = run_log.extend(adapter.user_prompt(prompt))
                 log.checkpoint()
                 transcript_start = _file_size(transcript())
@@ -841,43 +842,54 @@ class ClaudeCodeRunner:
         result.status = _turn_status(result.events)
         return result
 
-    def _import_turns_run_elsewhere(
-        self, log: SessionLog, run_log: _RunLog, native_session: str
-    ) -> None:
-        """Log the native session's turns that ran since this log's last one, outside it
-        (``claude --resume`` in a terminal, another log's runner, an SDK user), from its
-        transcript: so the history holds what Claude Code will send.
 
-        Only turns after one the log has count (one holding a message or result of the
-        log's, by native id): a session the log has run no turn of (one a hand-off wrote
-        from this log's history) holds nothing the log lacks. And only turns begun after
-        the log's last event: one of the log's own runs cut before any reply (a timeout)
-        left its prompt in the transcript with no id the log knows. Each turn is logged as
-        the transcript has it (lifecycle, messages, results). When one of them takes another
-        branch or compacts, the transcript's import replaces a range of what it showed
-        before, which the log holds as other events: the log's whole surface is then
-        replaced by what the transcript shows, and what those turns sent that it no
-        longer shows is logged hidden (:func:`_take_record_surface`).
-        """
-        imported = _transcript_events(self.transcript_path(native_session))
-        known = {_native_id(e) for e in log.events() if not isinstance(e, SessionStartEvent)}
-        known.discard(None)
-        turns = _turns(imported)
-        last_known = max(
-            (i for i, turn in enumerate(turns) if any(_native_id(e) in known for e in turn)),
-            default=None,
-        )
-        if last_known is None:
-            return
-        run_log.note(_lost_from_transcript(log, imported))
-        # A turn of the log's own may hold none of its native ids (a run cut before any
-        # reply): its entries are older than the log's last event.
-        last_logged = max(e.ts for e in log.events())
-        outside = [e for turn in turns[last_known + 1 :] if turn[0].ts > last_logged for e in turn]
-        if any(_replaces(e) for e in outside):
-            _take_record_surface(log, run_log, outside, _shown(imported), "transcript")
-        else:
-            run_log.extend(_native_copy(e, "transcript") for e in outside if _turn_kept(e))
+def _import_claude_turns(log: SessionLog, run_log: _RunLog, transcript: Path) -> None:
+    """Log the native session's turns that ran since this log's last one, outside it
+    (``claude --resume`` in a terminal, another log's runner, an SDK user), from its
+    transcript: so the history holds what Claude Code will send.
+
+    Only turns after one the log has count (one holding a message or result of the
+    log's, by native id): a session the log has run no turn of (one a hand-off wrote
+    from this log's history) holds nothing the log lacks. And only turns begun after
+    the log's last event: one of the log's own runs cut before any reply (a timeout)
+    left its prompt in the transcript with no id the log knows. Each turn is logged as
+    the transcript has it (lifecycle, messages, results). When one of them takes another
+    branch or compacts, the transcript's import replaces a range of what it showed
+    before, which the log holds as other events: the log's whole surface is then
+    replaced by what the transcript shows, and what those turns sent that it no
+    longer shows is logged hidden (:func:`_take_record_surface`).
+    """
+    imported = _transcript_events(transcript)
+    known = {_native_id(e) for e in log.events() if not isinstance(e, SessionStartEvent)}
+    known.discard(None)
+    turns = _turns(imported)
+    last_known = max(
+        (i for i, turn in enumerate(turns) if any(_native_id(e) in known for e in turn)),
+        default=None,
+    )
+    if last_known is None:
+        return
+    run_log.note(_lost_from_transcript(log, imported))
+    # A turn of the log's own may hold none of its native ids (a run cut before any
+    # reply): its entries are older than the log's last event.
+    last_logged = max(e.ts for e in log.events())
+    outside = [e for turn in turns[last_known + 1 :] if turn[0].ts > last_logged for e in turn]
+    if any(_replaces(e) for e in outside):
+        _take_record_surface(log, run_log, outside, _shown(imported), "transcript")
+    else:
+        run_log.extend(_native_copy(e, "transcript") for e in outside if _turn_kept(e))
+
+
+def import_claude_turns(log: SessionLog, transcript: Path) -> list[Event]:
+    """Log what Claude Code will send of a resumed session that the log lacks, from its
+    ``transcript`` (:meth:`ClaudeCodeRunner.transcript_path`, :func:`claude_project_dir`),
+    as the runner does before a turn: the end of the log a killed CLI left out of the
+    transcript taken off the surface, then the turns that ran outside the log. The
+    events logged (none when the log has no turn of the session). A
+    ``claude_agent_sdk`` user calls it before logging the prompt of a resumed turn."""
+    logged: list[Event] = []
+    _import_claude_turns(log, _RunLog(log, logged, None), transcript)
+    return logged
 
 
 def _lost_from_transcript(log: SessionLog, imported: Sequence[Event]) -> list[Event]:
