@@ -23,7 +23,12 @@ that every switch of runtime runs into (see ``shared/PITFALLS.md``) are made her
   it answers, within the assistant message's window (up to the next assistant
   message). A call without a result gets a synthetic error result
   (:attr:`RenderPolicy.interrupted_result`); a result without a call is dropped. Both
-  produce a :class:`~universal_event.events.WarningEvent`.
+  produce a :class:`~universal_event.events.WarningEvent`. A result answering a
+  provider-bound call the *caller* runs (a Responses ``local_shell_call``,
+  ``shell_call``, ``computer_call``, ``apply_patch_call``: opaque
+  :class:`~universal_event.parts.ServerToolCallPart` s) is no orphan: it goes in
+  :attr:`Group.server_results`, replayed with its call where the call is, dropped with
+  it (``server_tool_dropped``) where it is not.
 * **Caching.** Rendering is a pure function of each history *group* (an assistant
   message with its results and the user messages after them), the target and the
   policy, so :class:`RenderCache` keeps each group's wire messages and re-renders only
@@ -88,6 +93,7 @@ __all__ = [
     "CHAT_TOOL_IDS",
     "CallIds",
     "FILE_ID_ISSUERS",
+    "INVALID_ARGUMENTS_KEY",
     "RESPONSES_TOOL_IDS",
     "TOOL_ERROR_MARKER",
     "TOOL_NAMES",
@@ -129,7 +135,11 @@ __all__ = [
     "unknown_role",
     "same_model",
     "same_origin",
+    "server_call_id",
+    "server_result_dropped",
+    "server_results_dropped",
     "setting_shape_problem",
+    "valid_arguments",
     "warning",
     "with_error_mark",
     "without_error_mark",
@@ -610,9 +620,12 @@ class Group:
     repairs or drops in this group is appended there. ``marks``: how many blocks of
     the group's wire messages carry a prompt-cache mark (Anthropic's limit, rule 10),
     set by a renderer that writes marks and read (and reset) by the driver.
+    ``server_results``: the tool results that answer a :class:`ServerToolCallPart` of
+    ``assistant`` (a call the caller runs but the provider keeps opaque: Responses
+    shell / computer / apply-patch calls), in arrival order, one per call.
     """
 
-    __slots__ = ("assistant", "calls", "marks", "results", "users", "warnings")
+    __slots__ = ("assistant", "calls", "marks", "results", "server_results", "users", "warnings")
 
     def __init__(
         self,
@@ -628,6 +641,7 @@ class Group:
         self.users = users
         self.warnings = warnings
         self.marks = 0
+        self.server_results: list[ToolMessage] = []
 
     def call(self, call_id: str) -> ToolCallPart | None:
         return self.calls.get(call_id)
@@ -687,6 +701,8 @@ def repair_group(
     pairs = iter(
         _pair_shared_results(messages[start:end], shared, calls, warnings) if shared else ()
     )
+    server_calls: set[str] | None = None  # built at the first result no call answers
+    server_results: list[ToolMessage] = []
     for message in messages[start:end]:
         if type(message) is ToolMessage:
             if shared and message.call_id in shared:
@@ -696,6 +712,12 @@ def repair_group(
             if message.call_id in open_ids:
                 open_ids.remove(message.call_id)
                 results.append(message)
+                continue
+            if server_calls is None:
+                server_calls = _answerable_server_calls(assistant)
+            if message.call_id in server_calls:  # a caller-run provider item's output
+                server_calls.remove(message.call_id)
+                server_results.append(message)
             else:
                 warnings.append(
                     warning(
@@ -714,9 +736,44 @@ def repair_group(
         into = Group(assistant, calls, results, users, warnings)
     else:
         into.assistant, into.calls, into.results, into.users = assistant, calls, results, users
+    into.server_results = server_results
     if reused and call_ids is not None:
         call_ids.add(into, group_start)
     return into
+
+
+def server_call_id(part: ServerToolCallPart) -> str:
+    """The id a caller's tool result names for a server-tool call: the native item's
+    ``call_id`` (a Responses ``local_shell_call`` has an ``lsh_`` item id and a
+    ``call_`` call id), else the part's id."""
+    call_id = part.native.get("call_id")
+    return call_id if isinstance(call_id, str) and call_id else part.id
+
+
+def _answerable_server_calls(assistant: AssistantMessage | None) -> set[str]:
+    """The ids a tool result may answer among ``assistant``'s server-tool calls (rule 6:
+    a caller-run provider item's output is no orphan)."""
+    if assistant is None:
+        return set()
+    return {server_call_id(part) for part in assistant.content if type(part) is ServerToolCallPart}
+
+
+def server_results_dropped(group: Group, target: str) -> None:
+    """Rule 6 for a target that replays no caller-run provider item: the outputs of the
+    group's server-tool calls go with their calls (dropped, ``server_tool_dropped``),
+    rather than standing alone as orphans."""
+    for result in group.server_results:
+        group.warnings.append(server_result_dropped(result, f"its call cannot be sent to {target}"))
+
+
+def server_result_dropped(result: ToolMessage, why: str) -> WarningEvent:
+    """The warning for the output of a server-tool call that is not sent."""
+    return warning(
+        "server_tool_dropped",
+        f"output of server tool call {result.call_id!r} not sent ({why}); dropped",
+        call_id=result.call_id,
+        seq=result.seq,
+    )
 
 
 def _distinct_call_ids(
@@ -1797,16 +1854,55 @@ def parse_data_url(url: str) -> tuple[str, str] | None:
     return (match.group(1), match.group(2)) if match else None
 
 
-def json_arguments(part: ToolCallPart) -> str:
+def json_arguments(part: ToolCallPart, warnings: list[WarningEvent] | None = None) -> str:
     """A function call's arguments as the JSON text the OpenAI APIs carry.
 
     Compact separators and raw UTF-8, as the APIs emit them (recorded fixtures), so a
     same-provider replay is byte-identical. ``arguments_raw`` (the model's own text,
-    kept by parsers when it differs from the compact form or is not JSON) wins.
+    kept by parsers when it differs from the compact form or is not JSON) wins, unless
+    it is not JSON (:func:`valid_arguments`).
     """
     if part.arguments_raw is not None:
+        if part.arguments is None:  # a parser keeps unparsed text only when it is not JSON
+            return valid_arguments(part, warnings)
         return part.arguments_raw
     return _JSON.encode(part.arguments if part.arguments is not None else {}).decode()
+
+
+INVALID_ARGUMENTS_KEY = "input"
+"""The key under which call arguments that are not JSON travel as a string
+(:func:`valid_arguments`; Anthropic's ``tool_use.input`` wraps them the same way)."""
+
+
+def valid_arguments(part: ToolCallPart, warnings: list[WarningEvent] | None = None) -> str:
+    """The arguments of a past call as JSON the OpenAI APIs take: text that is not JSON
+    (a call cut off by ``max_tokens``: ``{"x": "trunc``) is sent as
+    ``{"input": "<the text>"}``, with a ``tool_arguments_invalid`` warning.
+
+    OpenAI-compatible servers (vLLM, llama-server, Kimi) parse the arguments of the
+    history and refuse the whole request when one does not parse
+    (MoonshotAI/kimi-cli#2196 sends ``{}``). Wrapping keeps what the model wrote (it
+    sees how far its call got) in a valid JSON object, as Anthropic's ``tool_use.input``
+    already carries it; ``{}`` would tell the model it called the tool without
+    arguments. Valid JSON text passes unchanged (byte-exact replay)."""
+    raw = part.arguments_raw or ""
+    if is_blank(raw):  # no argument text at all: no arguments (as Anthropic gets ``{}``)
+        return "{}"
+    try:
+        json.loads(raw)
+    except ValueError:
+        if warnings is not None:
+            warnings.append(
+                warning(
+                    "tool_arguments_invalid",
+                    f"arguments of tool call {part.id!r} ({part.name}) are not JSON (a call "
+                    f"cut off?); sent as a JSON object with the text under "
+                    f"{INVALID_ARGUMENTS_KEY!r}",
+                    call_id=part.id,
+                )
+            )
+        return _JSON.encode({INVALID_ARGUMENTS_KEY: raw}).decode()
+    return raw
 
 
 _JSON = msgspec.json.Encoder()

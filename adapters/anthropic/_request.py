@@ -60,6 +60,7 @@ from adapters._render import (
     replayable_server_part,
     request_body,
     request_part,
+    server_results_dropped,
     source,
     unknown_role,
     warning,
@@ -281,6 +282,8 @@ class _GroupRenderer(GroupRenderer):
         pending = []
         for result in group.results:
             pending.append(self.tool_result(result, warnings))
+        if group.server_results:  # outputs of another api's caller-run provider items
+            server_results_dropped(group, "anthropic/messages")
         for user in group.users:
             rendered = self.blocks(user.content, warnings)
             if not rendered:

@@ -15,7 +15,12 @@ body back into Universal Events. Chat-specific rules:
 * reasoning: OpenAI's Chat API takes no reasoning back; same-origin reasoning is sent
   as ``reasoning_content`` only when the policy asks (compatible servers; an assistant
   turn of reasoning alone then goes with an empty ``content``, which Chat requires
-  without tool calls), foreign reasoning follows the foreign-reasoning policy.
+  without tool calls, as does a turn of a refusal alone), foreign reasoning follows the
+  foreign-reasoning policy.
+* arguments that are not JSON (a call cut off by ``max_tokens``) go as a JSON object
+  (:func:`~adapters._render.valid_arguments`); the outputs of another api's caller-run
+  provider items are dropped with their calls
+  (:func:`~adapters._render.server_results_dropped`).
 * failed tool results: a ``tool`` message has no error flag (its fields are
   ``role``, ``tool_call_id``, ``content``), so a failed result starts with
   :data:`~adapters._render.TOOL_ERROR_MARKER` and a space (with text parts, the first
@@ -60,6 +65,7 @@ from adapters._render import (
     reasoning_origin,
     request_body,
     request_part,
+    server_results_dropped,
     source,
     unknown_role,
     warning,
@@ -155,6 +161,8 @@ class _GroupRenderer(GroupRenderer):
         moved: list[dict[str, Any]] = []
         for result in group.results:
             out.append(_tool_message(result, moved, warnings))
+        if group.server_results:  # their calls have no Chat form (other_part)
+            server_results_dropped(group, "openai/chat")
         if moved:  # rule 9: after every tool message of the window, never between them
             out.append({"role": "user", "content": moved})
         add_openai_users(group, _user_part, out, self.instruction_role)
@@ -173,7 +181,7 @@ class _GroupRenderer(GroupRenderer):
         calls: list[dict[str, Any]] = []
         for part in message.content:
             if isinstance(part, ToolCallPart):
-                calls.append(_tool_call(part))
+                calls.append(_tool_call(part, warnings))
             elif isinstance(part, TextPart):
                 if not is_blank(part.text):
                     texts.append(part.text)
@@ -184,9 +192,11 @@ class _GroupRenderer(GroupRenderer):
         rendered: dict[str, Any] = {"role": "assistant"}
         if texts:
             rendered["content"] = texts[0] if len(texts) == 1 else "\n\n".join(texts)
-        elif not (refusals or calls):
-            # reasoning only (a turn cut after its reasoning): Chat wants ``content``
-            # unless there are tool calls, so an empty one carries the reasoning
+        elif not calls:
+            # reasoning or a refusal only (a turn cut after its reasoning, a refused
+            # turn): Chat wants ``content`` unless there are tool calls
+            # (``ChatCompletionAssistantMessageParam.content``: "Required unless
+            # tool_calls or function_call is specified"), so an empty one carries them
             rendered["content"] = ""
         if refusals:
             rendered["refusal"] = "\n\n".join(refusals)
@@ -230,7 +240,7 @@ class _GroupRenderer(GroupRenderer):
             assert_never(part)
 
 
-def _tool_call(part: ToolCallPart) -> dict[str, Any]:
+def _tool_call(part: ToolCallPart, warnings: list[WarningEvent]) -> dict[str, Any]:
     call_id = _IDS.get(part.id) or map_tool_call_id(part.id, CHAT_TOOL_IDS)
     if part.kind == "custom":
         return {
@@ -241,7 +251,7 @@ def _tool_call(part: ToolCallPart) -> dict[str, Any]:
     return {
         "id": call_id,
         "type": "function",
-        "function": {"name": part.name, "arguments": json_arguments(part)},
+        "function": {"name": part.name, "arguments": json_arguments(part, warnings)},
     }
 
 

@@ -15,8 +15,19 @@ Universal Events. Responses-specific rules:
   (Agora#141). When any reasoning of a message is not replayed, the message's
   ``fc_`` / ``msg_`` item ids are left out too (an ``fc_`` item without its ``rs_``
   fails: mastra#8738).
+  A server-tool item (``web_search_call``, ...) follows the same rule: its id is left
+  out where the input schema allows it, and an item whose schema requires its id
+  (:data:`_ID_REQUIRED`) is not sent when a reasoning part before it is not replayed
+  ("Item 'ws_...' of type 'web_search_call' was provided without its required
+  'reasoning' item", ``server_tool_dropped``).
 * rule 5: ``call_id`` carries the (mapped) tool-call id; the ``fc_`` item ``id`` is a
   different thing, sent only back to its origin.
+* rule 6 for caller-run provider items (``local_shell_call``, ``shell_call``,
+  ``computer_call``, ``apply_patch_call``: opaque server-tool parts whose output the
+  caller logs as a tool result): each goes back with its output item
+  (:func:`_caller_output`), a synthetic failed one when it has none ("No tool output
+  found for local shell call call_..."); one that no output can be made for (a
+  computer call without a screenshot) is not sent, nor its output.
 * rule 11: the system prompt goes in ``instructions``.
 * failed tool results: a tool output has no error flag, so a failed one opens with
   :data:`~adapters._render.TOOL_ERROR_MARKER` (and a space), as Chat's tool messages
@@ -28,6 +39,7 @@ Universal Events. Responses-specific rules:
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Sequence
 from typing import Any, assert_never
 
@@ -60,6 +72,8 @@ from adapters._render import (
     replayable_server_part,
     request_body,
     request_part,
+    server_call_id,
+    server_result_dropped,
     source,
     unknown_role,
     warning,
@@ -76,7 +90,7 @@ from universal_event.events import (
     UserMessageEvent,
     WarningEvent,
 )
-from universal_event.messages import AssistantMessage, Message
+from universal_event.messages import AssistantMessage, Message, ToolMessage
 from universal_event.parts import (
     AssistantPart,
     Citation,
@@ -150,8 +164,11 @@ class _GroupRenderer(GroupRenderer):
 
     def __call__(self, group: Group, out: list[dict[str, Any]]) -> None:
         warnings = group.warnings
+        # outputs of the caller-run provider items, by the call they answer (rule 6)
+        answers = {result.call_id: result for result in group.server_results}
+        outputs: list[dict[str, Any]] = []
         if group.assistant is not None:
-            self.assistant_items(group.assistant, out, warnings)
+            self.assistant_items(group.assistant, out, warnings, answers, outputs)
         calls = group.calls
         for result in group.results:
             parts = result.content
@@ -171,6 +188,10 @@ class _GroupRenderer(GroupRenderer):
                     "output": _failed_output(output) if result.is_error else output,
                 }
             )
+        out.extend(outputs)
+        for result in answers.values():  # their calls were not sent
+            why = "its call is not sent to openai/responses"
+            warnings.append(server_result_dropped(result, why))
         add_openai_users(group, _input_part, out, _same_role)
 
     def unreplayable(self, part: ThinkingPart, message: AssistantMessage, index: int) -> str | None:
@@ -206,8 +227,15 @@ class _GroupRenderer(GroupRenderer):
         return isinstance(part, TextPart | RefusalPart | ToolCallPart) and part.item_id is not None
 
     def assistant_items(
-        self, message: AssistantMessage, items: list[dict[str, Any]], warnings: list[WarningEvent]
+        self,
+        message: AssistantMessage,
+        items: list[dict[str, Any]],
+        warnings: list[WarningEvent],
+        answers: dict[str, ToolMessage],
+        outputs: list[dict[str, Any]],
     ) -> None:
+        """The message's items; the outputs of its caller-run provider items go to
+        ``outputs`` (taken from ``answers``, which keeps the outputs of calls not sent)."""
         content = message.content
         refused = {
             index: self.unreplayable(part, message, index)
@@ -219,7 +247,7 @@ class _GroupRenderer(GroupRenderer):
         keep_ids = self.native(message.provenance) and not any(refused.values())
         for index, part in enumerate(content):
             if isinstance(part, ToolCallPart):
-                items.append(_call_item(part, keep_ids))
+                items.append(_call_item(part, keep_ids, warnings))
             elif isinstance(part, TextPart | RefusalPart):
                 _add_text(items, part, keep_ids)
             elif isinstance(part, ThinkingPart):
@@ -236,11 +264,201 @@ class _GroupRenderer(GroupRenderer):
                     items.append({"role": "assistant", "content": text})
             elif isinstance(part, ServerToolCallPart | ServerToolResultPart):
                 if replayable_server_part(part, message, self.target, warnings):
-                    items.append(_replay_item(part.native))
+                    item = self.server_item(part, message, index, keep_ids, warnings)
+                    if item is not None and self.answered(
+                        item, part, message, answers, outputs, warnings
+                    ):
+                        items.append(item)
             elif isinstance(part, ImagePart):
                 warnings.append(warning("image_dropped", "no images in Responses assistant items"))
             else:
                 assert_never(part)
+
+    def server_item(
+        self,
+        part: ServerToolCallPart | ServerToolResultPart,
+        message: AssistantMessage,
+        index: int,
+        keep_ids: bool,
+        warnings: list[WarningEvent],
+    ) -> dict[str, Any] | None:
+        """A server-tool part as an input item, under rule 4's ids: without
+        ``keep_ids`` its id is left out, or, where the input schema requires it, the
+        item is not sent (None) when a reasoning part before it is not replayed."""
+        item = _replay_item(part.native)
+        if keep_ids or "id" not in item:
+            return item
+        kind = item.get("type")
+        if kind not in _ID_REQUIRED:
+            del item["id"]  # as fc_ / msg_ ids
+            return item
+        bound = isinstance(kind, str) and not kind.endswith("_output")  # outputs: caller's
+        if bound and any(type(p) is ThinkingPart for p in message.content[:index]):
+            warnings.append(
+                warning(
+                    "server_tool_dropped",
+                    f"{kind} item {item['id']!r} needs its id, and with it the reasoning "
+                    "item before it, which is not replayed; dropped",
+                    item_id=item["id"],
+                    seq=message.seq,
+                )
+            )
+            return None
+        return item
+
+    def answered(
+        self,
+        item: dict[str, Any],
+        part: ServerToolCallPart | ServerToolResultPart,
+        message: AssistantMessage,
+        answers: dict[str, ToolMessage],
+        outputs: list[dict[str, Any]],
+        warnings: list[WarningEvent],
+    ) -> bool:
+        """Rule 6 for a caller-run provider item: its output (a synthetic failed one
+        when the log has none) goes to ``outputs``; False when no output can be made
+        for it, and the item is not sent either. Other items need no output: True, as
+        for one whose output item is in the message itself (a parsed request body)."""
+        kind = item.get("type")
+        if type(part) is not ServerToolCallPart or kind not in _CALLER_RUN:
+            return True
+        call_id = server_call_id(part)
+        result = answers.pop(call_id, None)
+        synthetic = result is None
+        if result is None and call_id in _native_outputs(message):
+            return True
+        if result is None:
+            text = self.policy.interrupted_result
+            result = ToolMessage(call_id=call_id, content=[TextPart(text=text)], is_error=True)
+        output = _caller_output(kind, call_id, result, warnings)
+        if output is None:
+            warnings.append(
+                warning(
+                    "server_tool_dropped",
+                    f"{kind} {call_id!r} has no output Responses takes (a computer call's "
+                    "output is a screenshot); the call and its output dropped",
+                    call_id=call_id,
+                )
+            )
+            return False
+        if synthetic:
+            warnings.append(
+                warning(
+                    "synthetic_tool_result",
+                    f"{kind} {call_id!r} has no output; a synthetic failed output was inserted",
+                    call_id=call_id,
+                )
+            )
+        outputs.append(output)
+        return True
+
+
+def _native_outputs(message: AssistantMessage) -> set[str]:
+    """The calls answered by output items inside the message itself (``parse_request``
+    keeps a ``local_shell_call_output`` / ``shell_call_output`` item of a request body
+    in the assistant message, whole): ``call_id``, else ``id`` (the local shell one's)."""
+    answered = set()
+    for part in message.content:
+        if isinstance(part, ServerToolCallPart | ServerToolResultPart):
+            kind = part.native.get("type")
+            if isinstance(kind, str) and kind.endswith("_output"):
+                call_id = part.native.get("call_id") or part.native.get("id")
+                if isinstance(call_id, str):
+                    answered.add(call_id)
+    return answered
+
+
+_ID_REQUIRED = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "computer_call",
+        "local_shell_call",
+        "local_shell_call_output",
+        "mcp_call",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "program",
+        "program_output",
+    }
+)
+"""Server-tool input items whose ``id`` the input schema requires (openai 3.57
+``ResponseInputItemParam``: ``id: Required[str]``); the others (``shell_call``,
+``apply_patch_call``, ``tool_search_call``, the ``*_output`` items but
+``local_shell_call_output``...) take none, as ``function_call`` does. Checked against
+the SDK by ``test_responses_server_items_needing_their_id_are_the_sdks``."""
+
+_CALLER_RUN = frozenset({"local_shell_call", "shell_call", "computer_call", "apply_patch_call"})
+"""Provider items the caller runs and answers with an output item (rule 6)."""
+
+
+def _caller_output(
+    kind: str, call_id: str, result: ToolMessage, warnings: list[WarningEvent]
+) -> dict[str, Any] | None:
+    """The output item answering a caller-run provider item, built from the logged
+    tool result (its parts: the native output item is not in the history); None when
+    the result holds nothing the item type takes (a computer call wants a screenshot).
+
+    ``local_shell_call``: a ``function_call_output`` naming the ``call_id``, as Codex
+    (the client the local shell tool was made for) answers it (openai/codex
+    ``codex-rs``: a ``LocalShellCall`` pairs with a ``FunctionCallOutput``).
+    ``shell_call``: ``shell_call_output`` chunks, each parsed back from the JSON text the
+    adapter logged it as (else the text as stdout, exit code 1 for a failed result).
+    ``apply_patch_call``: ``apply_patch_call_output``, ``failed`` for a failed result.
+    ``computer_call``: ``computer_call_output`` with the result's first image.
+    """
+    if kind == "local_shell_call":
+        output = _output(result.content, warnings)
+        return {
+            "type": "function_call_output",
+            "call_id": call_id,
+            "output": _failed_output(output) if result.is_error else output,
+        }
+    if kind == "shell_call":
+        return {"type": "shell_call_output", "call_id": call_id, "output": _shell_chunks(result)}
+    if kind == "apply_patch_call":
+        item: dict[str, Any] = {
+            "type": "apply_patch_call_output",
+            "call_id": call_id,
+            "status": "failed" if result.is_error else "completed",
+        }
+        text = "\n".join(p.text for p in result.content if isinstance(p, TextPart))
+        if text:
+            item["output"] = text
+        return item
+    image = next((p for p in result.content if isinstance(p, ImagePart)), None)
+    if image is None:
+        return None
+    screenshot: dict[str, Any] = {"type": "computer_screenshot"}
+    if image.file_id is not None and not foreign_file_id(image.file_id, PROVIDER):
+        screenshot["file_id"] = image.file_id
+    elif (url := image_url(image)) is not None:
+        screenshot["image_url"] = url
+    else:
+        return None
+    return {"type": "computer_call_output", "call_id": call_id, "output": screenshot}
+
+
+def _shell_chunks(result: ToolMessage) -> list[dict[str, Any]]:
+    """``shell_call_output.output``: the chunks the adapter logged as JSON text
+    (``{"stdout", "stderr", "outcome"}``), any other text as the stdout of one chunk."""
+    chunks: list[dict[str, Any]] = []
+    for part in result.content:
+        if not isinstance(part, TextPart):
+            continue
+        try:
+            chunk = json.loads(part.text)
+        except ValueError:
+            chunk = None
+        if isinstance(chunk, dict) and {"stdout", "stderr", "outcome"} <= chunk.keys():
+            chunks.append(chunk)
+        else:
+            exit_code = 1 if result.is_error else 0
+            outcome = {"type": "exit", "exit_code": exit_code}
+            chunks.append({"stdout": part.text, "stderr": "", "outcome": outcome})
+    return chunks
 
 
 def _is_item(part: AssistantPart) -> bool:
@@ -305,7 +523,7 @@ def _reasoning_item(part: ThinkingPart) -> dict[str, Any]:
     return item
 
 
-def _call_item(part: ToolCallPart, keep_ids: bool) -> dict[str, Any]:
+def _call_item(part: ToolCallPart, keep_ids: bool, warnings: list[WarningEvent]) -> dict[str, Any]:
     call_id = _IDS.get(part.id) or map_tool_call_id(part.id, RESPONSES_TOOL_IDS)
     item: dict[str, Any]
     if part.kind == "custom":
@@ -320,7 +538,7 @@ def _call_item(part: ToolCallPart, keep_ids: bool) -> dict[str, Any]:
             "type": "function_call",
             "call_id": call_id,
             "name": part.name,
-            "arguments": json_arguments(part),
+            "arguments": json_arguments(part, warnings),
         }
     if keep_ids and part.item_id is not None:
         item["id"] = part.item_id

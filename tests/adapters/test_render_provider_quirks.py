@@ -226,3 +226,21 @@ def test_an_anthropic_thinking_request_reaches_the_wire_whole() -> None:
     body = send("anthropic", kwargs)
     assert body["thinking"] == thinking and body["max_tokens"] == 8000
     assert body["temperature"] == 1
+
+
+def test_responses_server_items_needing_their_id_are_the_sdks() -> None:
+    """Rule 4 drops a server item whose id it cannot leave out (its reasoning is not
+    replayed): the list of such items is the SDK's input items with ``id: Required``,
+    less the ones the renderer builds itself."""
+    import typing
+
+    from openai.types.responses.response_input_item_param import ResponseInputItemParam
+
+    from adapters.openai_responses._request import _ID_REQUIRED
+
+    required = set()
+    for item in typing.get_args(ResponseInputItemParam):
+        hints = typing.get_type_hints(item, include_extras=True)
+        if "type" in hints and typing.get_origin(hints.get("id")) is typing.Required:
+            required.update(typing.get_args(typing.get_args(hints["type"])[0]))
+    assert required - {"message", "reasoning", "item_reference"} == _ID_REQUIRED

@@ -6,7 +6,9 @@ so a rule that "works" by producing something the API would reject still fails.
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -40,6 +42,8 @@ from universal_event.messages import AssistantMessage, Message, ToolMessage, Use
 from universal_event.parts import (
     ImagePart,
     Provenance,
+    RefusalPart,
+    ServerToolCallPart,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -375,6 +379,66 @@ def test_rule_4_summary_always_present() -> None:
     assert history(kwargs)[1]["summary"] == []
 
 
+def _web_search_session() -> SessionLog:
+    """A recorded gpt-5 turn: reasoning, web_search_call, reasoning, message."""
+    from adapters import create_adapter
+
+    path = Path(__file__).parents[1] / "fixtures/recorded/openai-responses"
+    interaction = json.loads((path / "stream_web_search_call.json").read_text())["interactions"][0]
+    log = SessionLog()
+    adapter = create_adapter("openai-responses", session_id=log.session_id)
+    question = interaction["request_body"]["input"][0]["content"]
+    log.append(UserMessageEvent(content=[TextPart(text=question)]))
+    log.extend(adapter.feed(interaction["response_body"].encode()))
+    log.extend(adapter.close())
+    log.append(UserMessageEvent(content=[TextPart(text="And tomorrow?")]))
+    return log
+
+
+def test_rule_4_server_item_does_not_go_back_without_its_reasoning() -> None:
+    """A ``ws_`` item whose reasoning is not replayed (another model) is refused: "Item
+    'ws_...' of type 'web_search_call' was provided without its required 'reasoning'
+    item". Its input schema requires the id, so the item is dropped with a warning."""
+    log = _web_search_session()
+    messages = log.derive_messages()
+    (search,) = [p for p in messages[1].content if isinstance(p, ServerToolCallPart)]
+    same, _ = render("openai-responses", messages, log.current_header(), model="gpt-5")
+    assert search.id in dumped(history(same))  # same model: replayed with its reasoning
+    other, warnings = render("openai-responses", messages, log.current_header(), model="gpt-5-mini")
+    assert search.id not in dumped(history(other))
+    assert "web_search_call" not in dumped(history(other))
+    assert "rs_" not in dumped(history(other))
+    (dropped,) = [w for w in warnings if w.code == "server_tool_dropped"]
+    assert search.id in dropped.message
+
+
+def test_rule_4_server_item_whose_id_is_optional_goes_back_without_it() -> None:
+    """A server item the input schema takes without an id (``shell_call``) keeps its
+    place, as an ``fc_`` item does, but not its id."""
+    shell = ServerToolCallPart(
+        id="call_sh1",
+        name="shell",
+        native={
+            "type": "shell_call",
+            "id": "sh_1",
+            "call_id": "call_sh1",
+            "status": "completed",
+            "action": {"commands": ["ls"]},
+        },
+        provenance=GPT,
+    )
+    messages: list[Message] = [
+        user("list"),
+        AssistantMessage(content=[encrypted(GPT), shell], provenance=GPT),
+        result("call_sh1", "a.txt"),
+        user("next"),
+    ]
+    kwargs, warnings = render("openai-responses", messages, model="gpt-5-mini")
+    (item,) = [i for i in history(kwargs) if i.get("type") == "shell_call"]
+    assert "id" not in item and item["call_id"] == "call_sh1"
+    assert [w.code for w in warnings] == ["reasoning_dropped"]
+
+
 # ---------------------------------------------------------------- rule 5
 
 
@@ -490,6 +554,131 @@ def test_rule_6_orphan_result_dropped_with_warning(target: str) -> None:
     assert "call_ghost" not in dumped(kwargs) and "stray" not in dumped(kwargs)
     assert [w.code for w in warnings] == ["orphan_tool_result"]
     assert warnings[0].details == {"call_id": "call_ghost", "seq": -1}
+
+
+SCREENSHOT = (
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+    "+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+CALLER_BASE = {"status": "completed"}
+SHELL_CHUNK = {"stdout": "a.txt\n", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}
+CALLER_RUN = {
+    "local_shell_call": (
+        {"action": {"type": "exec", "command": ["ls"], "env": {}}},
+        "a.txt\nb.txt",
+        {"type": "function_call_output", "output": "a.txt\nb.txt"},
+    ),
+    "shell_call": (
+        {"action": {"commands": ["ls"]}},
+        [SHELL_CHUNK],
+        {"type": "shell_call_output", "output": [SHELL_CHUNK]},
+    ),
+    "apply_patch_call": (
+        {"operation": {"type": "update_file", "path": "a.py", "diff": "@@\n-a\n+b\n"}},
+        "patched a.py",
+        {"type": "apply_patch_call_output", "status": "completed", "output": "patched a.py"},
+    ),
+    "computer_call": (
+        {"action": {"type": "screenshot"}, "pending_safety_checks": []},
+        {"type": "computer_screenshot", "image_url": SCREENSHOT},
+        {
+            "type": "computer_call_output",
+            "output": {"type": "computer_screenshot", "image_url": SCREENSHOT},
+        },
+    ),
+}
+
+
+def _caller_run_session(kind: str, answered: bool = True) -> SessionLog:
+    """A Responses turn with one caller-run item of ``kind`` (logged by the adapter as
+    an opaque server-tool part) and, when ``answered``, the output the caller sent."""
+    from adapters import create_adapter
+
+    fields, output, _ = CALLER_RUN[kind]
+    item = {"type": kind, "id": "item_1", "call_id": "call_1", "status": "completed", **fields}
+    body = {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1,
+        "status": "completed",
+        "model": "gpt-5",
+        "output": [item],
+        "usage": {"input_tokens": 5, "output_tokens": 5, "total_tokens": 10},
+    }
+    log = SessionLog()
+    adapter = create_adapter("openai-responses", session_id=log.session_id)
+    log.append(UserMessageEvent(content=[TextPart(text="go")]))
+    log.extend(adapter.feed(json.dumps(body).encode()))
+    log.extend(adapter.close())
+    if answered:
+        sent = {"type": f"{kind}_output", "call_id": "call_1", "output": output}
+        log.extend(adapter.tool_outputs([sent]))
+    return log
+
+
+@pytest.mark.parametrize("kind", sorted(CALLER_RUN))
+def test_rule_6_caller_run_item_goes_back_with_its_output(kind: str) -> None:
+    """Shell / computer / apply-patch calls are opaque server-tool parts whose outputs
+    the caller logs as tool results: not orphans (before: dropped, and OpenAI refused
+    the call without it: "No tool output found for local shell call call_...")."""
+    log = _caller_run_session(kind)
+    kwargs, warnings = render("openai-responses", log.derive_messages(), log.current_header())
+    items = history(kwargs)
+    assert [i.get("type", i.get("role")) for i in items][1] == kind
+    assert items[2] == {**CALLER_RUN[kind][2], "call_id": "call_1"}
+    assert warnings == []
+
+
+def test_rule_6_caller_run_item_without_output_gets_a_synthetic_one() -> None:
+    log = _caller_run_session("local_shell_call", answered=False)
+    kwargs, warnings = render("openai-responses", log.derive_messages(), log.current_header())
+    output = history(kwargs)[2]
+    assert output["type"] == "function_call_output" and output["call_id"] == "call_1"
+    assert output["output"].startswith("[tool error] interrupted")
+    assert [w.code for w in warnings] == ["synthetic_tool_result"]
+    log = _caller_run_session("computer_call", answered=False)  # wants a screenshot
+    kwargs, warnings = render("openai-responses", log.derive_messages(), log.current_header())
+    assert "computer_call" not in dumped(history(kwargs))
+    assert [w.code for w in warnings] == ["server_tool_dropped"]
+
+
+def test_rule_6_caller_run_items_of_a_request_body_render_back_as_they_were() -> None:
+    """A parsed body keeps a ``*_call_output`` item in the assistant message (no
+    synthetic output beside it) and a ``function_call_output`` answering a local shell
+    call (as Codex sends it) as a tool result (no orphan)."""
+    from tests.adapters._render_support import log_of
+
+    shell = {"type": "exec", "command": ["ls"], "env": {}}
+    body = {
+        "model": "gpt-5",
+        "input": [
+            {"role": "user", "content": "ls"},
+            {"type": "local_shell_call", "id": "lsh_1", "call_id": "call_1", **CALLER_BASE},
+            {"type": "local_shell_call_output", "id": "call_1", "output": "a.txt"},
+            {"type": "shell_call", "id": "sh_2", "call_id": "call_2", **CALLER_BASE},
+            {"type": "shell_call_output", "call_id": "call_2", "output": [SHELL_CHUNK]},
+            {"type": "local_shell_call", "id": "lsh_3", "call_id": "call_3", **CALLER_BASE},
+            {"type": "function_call_output", "call_id": "call_3", "output": "b.txt"},
+        ],
+    }
+    for item in body["input"][1::2]:
+        item["action"] = shell if item["type"] == "local_shell_call" else {"commands": ["ls"]}
+    log = log_of(module("openai-responses").parse_request(json.loads(dumped(body))))
+    kwargs, warnings = render("openai-responses", log.derive_messages(), log.current_header())
+    assert history(kwargs) == body["input"]
+    assert warnings == []
+
+
+@pytest.mark.parametrize("target", ["anthropic", "openai-chat"])
+def test_rule_6_caller_run_item_output_is_dropped_with_its_call(target: str) -> None:
+    """Another api gets neither the provider-bound call nor its output; the output is
+    dropped as part of the call (``server_tool_dropped``), not as an orphan."""
+    log = _caller_run_session("local_shell_call")
+    header = HEADERS[target]
+    kwargs, warnings = render(target, log.derive_messages(), header)
+    assert "call_1" not in dumped(history(kwargs)) and "b.txt" not in dumped(history(kwargs))
+    assert "orphan_tool_result" not in [w.code for w in warnings]
+    assert [w.code for w in warnings][-1] == "server_tool_dropped"
 
 
 # ---------------------------------------------------------------- rule 7
@@ -1178,9 +1367,7 @@ def test_an_empty_history_is_named_in_a_warning(target: str) -> None:
     assert [w.code for w in warnings] == ["empty_history"]
 
 
-@pytest.mark.parametrize(
-    "raw", ['{"a":1e+16}', '{"a":NaN}', '{"a": 1}', '{"b":"Z\\u00fcrich"}', "not json"]
-)
+@pytest.mark.parametrize("raw", ['{"a":1e+16}', '{"a":NaN}', '{"a": 1}', '{"b":"Z\\u00fcrich"}'])
 def test_call_arguments_the_compact_encoding_would_change_keep_their_text(raw: str) -> None:
     """What json_arguments sends back is the model's own text whenever encoding the
     parsed arguments would not give it (a float's spelling, NaN, spaces, escapes)."""
@@ -1204,3 +1391,43 @@ def test_call_arguments_with_a_lone_surrogate_are_kept_as_text_the_log_can_store
     assert (arguments, kept) == (None, raw)
     part = ToolCallPart(id="c", name="f", arguments=arguments, arguments_raw=kept)
     assert codec.encode(AssistantMessageEvent(content=[part]))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_call_arguments_that_are_not_json_are_sent_as_a_json_object(target: str) -> None:
+    """A call cut off by max_tokens (``{"x": "trunc``): OpenAI-compatible servers (vLLM,
+    llama-server, Kimi: MoonshotAI/kimi-cli#2196) refuse a history whose arguments do
+    not parse. Every target gets the text under ``input`` of a JSON object."""
+    raw = '{"x": "trunc'
+    cut = ToolCallPart(id="call_1", name="a", arguments_raw=raw)
+    messages: list[Message] = [
+        user("hi"),
+        AssistantMessage(content=[cut], provenance=CHAT, stop_reason="length"),
+        user("continue"),
+    ]
+    kwargs, warnings = render(target, messages)
+    wire = history(kwargs)
+    if target == "anthropic":
+        assert wire[1]["content"][0]["input"] == {"input": raw}
+        return
+    sent = (
+        wire[1]["tool_calls"][0]["function"]["arguments"]
+        if target == "openai-chat"
+        else wire[1]["arguments"]
+    )
+    assert json.loads(sent) == {"input": raw}
+    assert [w.code for w in warnings] == ["synthetic_tool_result", "tool_arguments_invalid"]
+
+
+def test_chat_refusal_only_turn_has_content() -> None:
+    """``ChatCompletionAssistantMessageParam.content`` is "Required unless tool_calls or
+    function_call is specified": a refused turn carries an empty one beside its refusal."""
+    refused = AssistantMessage(
+        content=[RefusalPart(text="I can't help with that.")], provenance=CHAT
+    )
+    kwargs, _ = render("openai-chat", [user("pick a lock"), refused, user("ok")])
+    assert history(kwargs)[1] == {
+        "role": "assistant",
+        "content": "",
+        "refusal": "I can't help with that.",
+    }
