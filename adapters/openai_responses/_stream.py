@@ -344,6 +344,8 @@ class OpenAIResponsesAdapter(Adapter):
             if item is None or item.get("type") not in CLIENT_RESULT_TYPES:
                 continue
             call_id = item.get("call_id")
+            if call_id is None and item.get("type") == "local_shell_call_output":
+                call_id = item.get("id")  # the SDK's shape names the call by ``id``
             if not isinstance(call_id, str) or call_id in self._logged_results:
                 continue
             self._logged_results.add(call_id)

@@ -460,6 +460,12 @@ def test_tool_output_shapes() -> None:
     assert shell_result.details == {
         "native": {"type": "local_shell_call_output", "call_id": "call_l", "output": "total 0"}
     }
+    # the SDK's shape (ResponseInputItemParam.LocalShellCallOutput) names the call by ``id``
+    (by_id,) = adapter.tool_outputs(
+        [{"type": "local_shell_call_output", "id": "call_m", "output": "done"}]
+    )
+    assert isinstance(by_id, ToolResultEvent) and by_id.call_id == "call_m"
+    assert by_id.content == [TextPart(text="done")]
 
 
 # ----------------------------------------------------------------------- HTTP errors
