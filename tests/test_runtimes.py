@@ -339,7 +339,7 @@ def _claude_import(
     """The log holding assistant messages of native ids ``known``, and what a Claude Code
     runner logs into it from session ``s1``'s transcript (``lines``) before its next turn."""
     from universal_event.events import AssistantMessageEvent, Source
-    from universal_event.runtimes import ClaudeCodeRunner
+    from universal_event.runtimes import ClaudeCodeRunner, import_claude_turns
 
     runner = ClaudeCodeRunner(base_url="http://127.0.0.1:9", home=tmp_path, cwd=tmp_path / "w")
     path = runner.transcript_path("s1")
@@ -354,9 +354,7 @@ def _claude_import(
         )
         for native in known
     )
-    logged: list[Event] = []
-    runner._import_turns_run_elsewhere(log, _RunLog(log, logged, None), "s1")
-    return log, logged
+    return log, import_claude_turns(log, runner.transcript_path("s1"))
 
 
 TRANSCRIPT = [
@@ -460,6 +458,7 @@ def test_what_a_killed_claude_code_left_out_of_its_transcript_leaves_the_surface
     the log shows after the transcript's last entry that the transcript lacks takes the
     end of the surface off (it stays in the log)."""
     from universal_event.events import AssistantMessageEvent, Source, UserMessageEvent
+    from universal_event.runtimes import import_claude_turns
 
     log, _ = _claude_import(tmp_path / "a", ["msg_a1"], TRANSCRIPT[:2])
     log.extend(
@@ -475,7 +474,7 @@ def test_what_a_killed_claude_code_left_out_of_its_transcript_leaves_the_surface
     runner = ClaudeCodeRunner(
         base_url="http://127.0.0.1:9", home=tmp_path / "a", cwd=tmp_path / "a" / "w"
     )
-    runner._import_turns_run_elsewhere(log, _RunLog(log, [], None), "s1")
+    import_claude_turns(log, runner.transcript_path("s1"))
     derived = [m.content[0].text for m in log.derive_messages()]  # type: ignore[union-attr]
     assert derived == ["msg_a1"]  # the log's last event the transcript has
     assert "r2, never written" in str([e for e in log.events() if hasattr(e, "content")])
@@ -486,6 +485,6 @@ def test_what_a_killed_claude_code_left_out_of_its_transcript_leaves_the_surface
     runner = ClaudeCodeRunner(
         base_url="http://127.0.0.1:9", home=tmp_path / "b", cwd=tmp_path / "b" / "w"
     )
-    runner._import_turns_run_elsewhere(log, _RunLog(log, [], None), "s1")
+    import_claude_turns(log, runner.transcript_path("s1"))
     derived = [m.content[0].text for m in log.derive_messages()]  # type: ignore[union-attr]
     assert derived == ["msg_a1", "q2, written"]

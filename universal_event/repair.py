@@ -13,6 +13,16 @@ Repair (of a session nobody is writing any more) appends:
   rewritten message) stands for the event it replaced;
 * ``session/ended-seq`` naming the last seq written before the interruption.
 
+Before that, the assistant message a writer was cut inside is logged, ``partial``
+(:func:`unlogged_message`): an adapter logs a message once it is whole, but its
+``assistant/chunk`` and ``tool/call`` events as they come, and the tap checkpoints a
+``tool/call`` before the tool runs. A process killed while the tool ran (Claude Code
+runs it after the message's last block; a Codex response is over once its commands
+ran) left the chunks and the call, not the message: without it the history would lack
+what the model said and the call it made (a command with side effects ran), and the
+next runtime would not know of it. Rebuilt from what was logged, the call is then an
+orphan the renderers answer (an "interrupted" result).
+
 Repair is idempotent: a ``session/interrupted`` settles the tool calls it lists, and
 the turns and steps are closed, so a second repair finds nothing open and adds
 nothing. Tool calls left without results are *not* given fake results here: renderers
@@ -26,25 +36,37 @@ is refused with :class:`LiveSessionError`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from universal_event.errors import LiveSessionError
 from universal_event.events import (
+    AssistantChunkEvent,
+    AssistantMessageEvent,
     Event,
     OpenToolCall,
+    RequestHeaderEvent,
     SessionEndedSeqEvent,
     SessionInterruptedEvent,
+    Source,
     StepEndEvent,
     StepStartEvent,
+    ToolCallEvent,
     TurnEndEvent,
     TurnStartEvent,
 )
 from universal_event.log import SessionLog, close_last
+from universal_event.parts import (
+    AssistantPart,
+    Provenance,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+)
 from universal_event.projections import ToolCallSummary, reduce_tools
 from universal_event.stores._base import Store
 
-__all__ = ["OpenWork", "find_open_work", "repair", "repair_log"]
+__all__ = ["OpenWork", "find_open_work", "repair", "repair_log", "unlogged_message"]
 
 
 @dataclass
@@ -101,6 +123,85 @@ def find_open_work(events: Iterable[Event]) -> OpenWork:
     return work
 
 
+def unlogged_message(events: Sequence[Event], turn_id: str | None) -> AssistantMessageEvent | None:
+    """The assistant message a cut-off writer streamed in turn ``turn_id`` but did not
+    log: after the turn's last ``assistant/message``, its text and thinking chunks, and
+    the calls ``tool/call`` started that no logged message holds. ``partial``,
+    ``stop_reason="interrupted"``; None when nothing was streamed after it."""
+    in_turn = [e for e in events if e.turn_id == turn_id]
+    last = max(
+        (i for i, e in enumerate(in_turn) if isinstance(e, AssistantMessageEvent)), default=-1
+    )
+    asked = {
+        part.id
+        for e in events
+        if isinstance(e, AssistantMessageEvent)
+        for part in e.content
+        if isinstance(part, ToolCallPart)
+    }
+    texts: dict[tuple[str | None, str, int], list[str]] = {}
+    calls: dict[str, ToolCallEvent] = {}
+    for event in in_turn[last + 1 :]:
+        if isinstance(event, AssistantChunkEvent) and event.kind in _STREAMED_PARTS:
+            texts.setdefault((event.message_id, event.kind, event.index), []).append(event.delta)
+        elif isinstance(event, ToolCallEvent) and event.call_id not in asked:
+            calls.setdefault(event.call_id, event)
+    provenance = _provenance(events)
+    content: list[AssistantPart] = []
+    summaries: dict[str | None, list[str]] = {}
+    for (message_id, kind, _), deltas in texts.items():
+        text = "".join(deltas)
+        if kind == "text":
+            content.append(TextPart(text=text))
+        elif kind == "thinking":
+            content.append(ThinkingPart(text=text, provenance=provenance))
+        elif message_id not in summaries:  # summary: one reasoning part per item
+            summaries[message_id] = [text]
+            content.append(ThinkingPart(summary=summaries[message_id], provenance=provenance))
+        else:
+            summaries[message_id].append(text)
+    content.extend(
+        ToolCallPart(
+            id=call.call_id, name=call.name, arguments=call.arguments, provenance=provenance
+        )
+        for call in calls.values()
+    )
+    if not content:
+        return None
+    streamed = [
+        e for e in in_turn[last + 1 :] if isinstance(e, AssistantChunkEvent | ToolCallEvent)
+    ]
+    message_ids = {key[0] for key in texts} - {None}
+    message_id = message_ids.pop() if len(message_ids) == 1 else None
+    runtime = next((e.source.runtime for e in streamed if e.source is not None), "unknown")
+    return AssistantMessageEvent(
+        turn_id=turn_id,
+        step=streamed[-1].step,
+        content=content,
+        message_id=message_id,
+        provenance=provenance,
+        status="partial",
+        stop_reason="interrupted",
+        # the provider's message id, as an adapter names its message (a runtime's own
+        # record of the session can then tell whether it holds this message)
+        source=Source(runtime=runtime, native_type="repair", native_id=message_id),
+    )
+
+
+def _provenance(events: Sequence[Event]) -> Provenance | None:
+    """Who was answering: the provider, API and model of the settings in force (the
+    last ``request/header`` that names them), as the adapter would have said."""
+    for event in reversed(events):
+        if isinstance(event, RequestHeaderEvent) and event.provider and event.api:
+            return Provenance(provider=event.provider, api=event.api, model=event.model)
+    return None
+
+
+_STREAMED_PARTS = ("text", "thinking", "summary")
+"""The chunk kinds a message is rebuilt from (a call's arguments come whole, with its
+``tool/call``; a signature alone is no part)."""
+
+
 def repair_log(log: SessionLog, *, reason: str | None = None) -> list[Event]:
     """Repair a loaded, non-live session log; returns the events appended (maybe none)."""
     if log.live:
@@ -114,6 +215,10 @@ def repair_log(log: SessionLog, *, reason: str | None = None) -> list[Event]:
         return []
     last_seq = log.next_seq - 1
     appended: list[Event] = []
+    for turn_id in work.turns:
+        message = unlogged_message(log.events(), turn_id)
+        if message is not None:
+            appended.append(log.append(message))
     for turn_id, step in reversed(work.steps):
         appended.append(log.append(StepEndEvent(turn_id=turn_id, step=step, status="interrupted")))
     for turn_id in reversed(work.turns):

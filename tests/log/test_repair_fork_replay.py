@@ -47,12 +47,18 @@ def test_repair_classifies_and_closes_what_was_open(store: Store) -> None:
     original = cut_session(store)
     appended = repair(store, "cut")
     assert [type(e) for e in appended] == [
+        AssistantMessageEvent,
         StepEndEvent,
         TurnEndEvent,
         TurnEndEvent,
         SessionInterruptedEvent,
         SessionEndedSeqEvent,
     ]
+    # the call started with no message holding it: the message it came in, rebuilt
+    rebuilt = appended.pop(0)
+    assert isinstance(rebuilt, AssistantMessageEvent) and rebuilt.turn_id == "t2"
+    assert rebuilt.content == [ToolCallPart(id="call_running", name="grep")]
+    assert (rebuilt.status, rebuilt.stop_reason) == ("partial", "interrupted")
     step_end = appended[0]
     assert isinstance(step_end, StepEndEvent)
     assert (step_end.turn_id, step_end.step, step_end.status) == ("t2", 0, "interrupted")
