@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from universal_event.errors import UniversalEventError
+from universal_event.errors import SessionNotFoundError, UniversalEventError
 from universal_event.events import RequestHeaderEvent, RuntimeSwitchEvent, Source, WarningEvent
 from universal_event.log import SessionLog
 from universal_event.messages import Message
@@ -573,7 +573,9 @@ def prepare(log: SessionLog, runner: Any) -> tuple[str | None, HandoffResult | N
 
     A session last driven by the runner's runtime resumes that runtime's current native
     session; one last driven by another runtime is handed over (its native session
-    written from the log); a new session starts fresh.
+    written from the log); a new session starts fresh. A forked session whose native
+    session is its parent's (named before the fork point) is handed over too, to a
+    native session of its own: resuming the parent's would share it both ways.
     """
     from universal_event.runtimes import current_native_session
 
@@ -582,8 +584,13 @@ def prepare(log: SessionLog, runner: Any) -> tuple[str | None, HandoffResult | N
     previous = last_runtime(events)
     if previous is None or not log.derive_messages():
         return None, None
+    reason = "handoff"
     if previous == runtime:
-        return current_native_session(events, runtime), None
+        fork_point = _fork_point(log)
+        native = current_native_session(events, runtime, after_seq=fork_point)
+        if native is not None or fork_point < 0:
+            return native, None
+        reason = "fork"
     result = hand_off(
         log,
         runtime,
@@ -591,8 +598,20 @@ def prepare(log: SessionLog, runner: Any) -> tuple[str | None, HandoffResult | N
         cwd=runner.cwd,
         claude_home=getattr(runner, "home", None),
         codex_home=getattr(runner, "codex_home", None),
+        reason=reason,
     )
     return result.native_session_id, result
+
+
+def _fork_point(log: SessionLog) -> int:
+    """The last seq a forked session copied from its parent; -1 for one not forked."""
+    try:
+        info = log.store.session_info(log.session_id)
+    except SessionNotFoundError:
+        return -1
+    if info.parent_id is None or info.fork_seq is None:
+        return -1
+    return info.fork_seq
 
 
 def continue_session(log: SessionLog, runner: Any, prompt: str) -> Any:

@@ -366,14 +366,21 @@ def last_runtime(events: Iterable[Event]) -> str | None:
     return runtime
 
 
-def current_native_session(events: Iterable[Event], runtime: str) -> str | None:
+def current_native_session(
+    events: Iterable[Event], runtime: str, *, after_seq: int = -1
+) -> str | None:
     """The native session of ``runtime`` that holds the session's whole history, if any.
 
     Only a native session begun after the last ``runtime/switch`` counts: one from
-    before a switch lacks what the other runtime did since.
+    before a switch lacks what the other runtime did since. And only one begun after
+    ``after_seq``: a forked session's events up to its fork point are its parent's, and
+    so is a native session they name (resumed, it would hold the parent's turns since
+    the fork, and take the child's).
     """
     native: str | None = None
     for event in events:
+        if event.seq <= after_seq:
+            continue
         if isinstance(event, RuntimeSwitchEvent):
             native = event.native_session_id if event.to_runtime == runtime else None
         elif isinstance(event, SessionStartEvent) and event.runtime == runtime:
