@@ -19,6 +19,7 @@ from universal_event.events import (
     SessionInterruptedEvent,
     SessionStartEvent,
     StepEndEvent,
+    Surface,
     ToolCallEvent,
     ToolOutputEvent,
     ToolResultEvent,
@@ -80,14 +81,13 @@ def _detail(event: Event) -> str:
         text = _parts(event.content)
         if isinstance(event, AssistantMessageEvent) and event.status == "partial":
             text = f"(partial) {text}"
-        if event.surface is not None and event.surface.op != "append":
-            text = f"[{event.surface.op} {event.surface.start}..{event.surface.end}] {text}"
-        return text
+        return _surface_mark(event.surface) + text
     if isinstance(event, ToolCallEvent):
         return f"{event.name} ({event.call_id})"
     if isinstance(event, ToolResultEvent):
         flag = "error " if event.is_error else ""
-        return _clip(f"{flag}{event.name or ''} ({event.call_id}) {_parts(event.content)}")
+        text = f"{flag}{event.name or ''} ({event.call_id}) {_parts(event.content)}"
+        return _clip(_surface_mark(event.surface) + text)
     if isinstance(event, TurnEndEvent | StepEndEvent):
         extra = f" {event.stop_reason}" if event.stop_reason else ""
         if isinstance(event, TurnEndEvent) and event.usage is not None:
@@ -119,8 +119,25 @@ def _detail(event: Event) -> str:
     return ""
 
 
+def _surface_mark(surface: Surface | None) -> str:
+    """How an event changes the surface, when it does more than append to it."""
+    if surface is None or surface.op == "append":
+        return ""
+    if surface.op == "hidden":
+        return "[hidden] "
+    return f"[{surface.op} {surface.start}..{surface.end}] "
+
+
 def _row(seq: str, turn: str, step: str, kind: str, detail: str) -> str:
-    return f"{seq:>9}  {turn:<5}  {step:>4}  {kind:<20}  {detail}".rstrip()
+    return f"{seq:>9}  {turn:<5}  {step:>4}  {kind:<20}  {_printable(detail)}".rstrip()
+
+
+def _printable(text: str) -> str:
+    """``text`` with its control characters escaped (``\\x1b``): native data (a type, an
+    error message, a tool's output) shown raw could move the cursor or clear the screen."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def session_table(session_id: str, events: Iterable[Event]) -> list[str]:

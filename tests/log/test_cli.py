@@ -331,3 +331,33 @@ def test_events_prints_what_comes_before_a_damaged_event(
     status, out, err = run(capsys, "events", "--session", "d", "--store", url)
     assert status == 1 and f"seq {total - 1}" in err
     assert [json.loads(line)["seq"] for line in out.splitlines()] == list(range(total - 1))
+
+
+def test_show_escapes_control_characters_and_marks_surface_changes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Native data shown raw (an escape sequence in a type, in a message) would clear the
+    terminal; a hidden event and a pruned result say what they do to the surface."""
+    from universal_event.events import (
+        NativeUnknownEvent,
+        Surface,
+        ToolResultEvent,
+        UserMessageEvent,
+    )
+    from universal_event.parts import TextPart
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    log = SessionLog(open_store(url), "odd")
+    log.append(UserMessageEvent(content=[TextPart(text="\x1b[31mred\x1b[0m")]))
+    log.append(NativeUnknownEvent(runtime="codex", native_type="weird\x1b[2J", payload={}))
+    log.append(UserMessageEvent(content=[TextPart(text="secret")], surface=Surface(op="hidden")))
+    result = log.append(ToolResultEvent(call_id="c1", content=[TextPart(text="long")]))
+    log.replace(result.seq, result.seq, ToolResultEvent(call_id="c1", content=[TextPart(text="x")]))
+    log.checkpoint()
+    log.close()
+    status, out, _ = run(capsys, "show", "odd", "--store", url)
+    assert status == 0
+    assert "\x1b" not in out
+    assert "\\x1b[31mred\\x1b[0m" in out and "weird\\x1b[2J" in out
+    assert f"[replace {result.seq}..{result.seq}] " in out
+    assert "[hidden] 'secret'" in out
