@@ -307,8 +307,16 @@ class SurfaceView:
             self._check_intent(_recovered_intent(event), event.seq)
 
     def _check_intent(self, surface: Surface | None, seq: int) -> None:
-        if surface is not None and surface.op == "replace":
+        if surface is None:
+            return
+        if surface.op == "replace":
             self._order.range(surface.start, surface.end, seq)
+        elif surface.start is not None or surface.end is not None:
+            # a range given with an intent that takes none: a replace meant, most likely
+            raise SurfaceError(
+                f"event seq {seq}: {surface.op!r} takes no range (got start "
+                f"{surface.start!r}, end {surface.end!r}); a range is a replace's"
+            )
 
     def apply(self, event: SurfaceEvent) -> None:
         """Put ``event`` on the surface as its intent says (``event.seq`` must be set)."""

@@ -24,7 +24,7 @@ def replay(
     sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[Event]:
     """Yield every event; when ``paced``, wait as the original timestamps did."""
-    if speed <= 0:
+    if not speed > 0:  # NaN too: it compares false, and meant no pacing at all
         raise ValueError(f"replay speed must be positive, got {speed}")
     previous_ts: float | None = None
     for event in events:

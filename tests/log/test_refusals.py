@@ -138,3 +138,25 @@ def test_a_replace_bound_of_the_wrong_type_is_named_as_such() -> None:
     with pytest.raises(SurfaceError, match="start must be an int seq, got str"):
         log.compress("0", 1, "summary")  # type: ignore[arg-type]
     assert len(log) == 3
+
+
+def test_a_range_given_to_an_intent_that_takes_none_is_refused() -> None:
+    """``hidden`` or ``append`` with a range was taken silently (a replace meant)."""
+    log = _session()
+    for op in ("hidden", "append"):
+        with pytest.raises(SurfaceError, match=f"'{op}' takes no range"):
+            log.append(
+                UserMessageEvent(content=[TextPart(text="x")]),
+                surface=Surface(op=op, start=0, end=0),  # type: ignore[arg-type]
+            )
+    assert len(log) == 3
+    log.append(UserMessageEvent(content=[TextPart(text="x")]), surface=Surface(op="hidden"))
+    assert len(log) == 4
+
+
+def test_replay_refuses_a_speed_that_is_not_a_number() -> None:
+    from universal_event.replay import replay
+
+    for speed in (math.nan, 0.0, -1.0):
+        with pytest.raises(ValueError, match="replay speed must be positive"):
+            list(replay([], paced=True, speed=speed))
