@@ -208,10 +208,17 @@ def test_schema_check_failures_carry_the_error_prefix(tmp_path: Path) -> None:
     missing = _cli("schema", "--check", "--out", str(tmp_path))
     assert missing.returncode == 1
     assert "does not exist" in _one_error_line(missing.stderr)
+    (tmp_path / "universal-event.schema.json").mkdir()
+    a_directory = _cli("schema", "--check", "--out", str(tmp_path))
+    assert "universal-event.schema.json is not a file" in _one_error_line(a_directory.stderr)
+    (tmp_path / "universal-event.schema.json").rmdir()
     (tmp_path / "universal-event.schema.json").write_text("{}\n")
     stale = _cli("schema", "--check", "--out", str(tmp_path))
     assert stale.returncode == 1
     assert "is stale" in _one_error_line(stale.stderr)
+    a_file = _cli("schema", "--check", "--out", str(tmp_path / "universal-event.schema.json"))
+    assert a_file.returncode == 1
+    assert "is a file; --out names the directory" in _one_error_line(a_file.stderr)
 
 
 def test_serve_without_usable_tokens_is_a_usage_error_with_the_prefix(tmp_path: Path) -> None:

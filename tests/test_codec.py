@@ -234,3 +234,16 @@ def test_json_lines_skip_whitespace_only_lines_of_any_length() -> None:
     with pytest.raises(ue.DecodeError) as info:
         ue.decode_lines(good + b"\n" + b" " * 100 + b"x\n")
     assert info.value.line == 2
+
+
+def test_an_integer_written_as_a_float_is_read_as_the_schema_takes_it() -> None:
+    """JSON Schema's ``integer`` (the exported schema) takes ``1.0`` and ``1e2``, as a
+    producer in another language may write them; a fraction is still refused."""
+    event = codec.decode(b'{"type":"usage","seq":3.0,"usage":{"input_tokens":1E2}}')
+    assert isinstance(event, ue.UsageEvent)
+    assert (event.seq, event.usage.input_tokens) == (3, 100)
+    (line,) = codec.decode_lines(b'{"type":"turn/start","seq":0e0}\n')
+    assert line.seq == 0 and isinstance(line.seq, int)
+    with pytest.raises(DecodeError) as refused:
+        codec.decode(b'{"type":"turn/start","seq":1.5}')
+    assert refused.value.path == "$.seq" and "float" in refused.value.problem

@@ -88,9 +88,17 @@ def cmd_schema(args: argparse.Namespace) -> int:
     directory = Path(args.out)
     if args.check:
         path = directory / SCHEMA_FILENAME
-        if not path.is_file():
+        if directory.exists() and not directory.is_dir():
             print(
-                f"universal-event: error: {path} does not exist: "
+                f"universal-event: error: {directory} is a file; --out names the directory "
+                f"the schema goes into",
+                file=sys.stderr,
+            )
+            return 1
+        if not path.is_file():
+            missing = "is not a file" if path.exists() else "does not exist"
+            print(
+                f"universal-event: error: {path} {missing}: "
                 f"run `universal-event schema --out {directory}`",
                 file=sys.stderr,
             )

@@ -43,6 +43,10 @@ UnknownPolicy = Literal["preserve", "raise"]
 _json_encoder = msgspec.json.Encoder()
 _json_decoder: msgspec.json.Decoder[Event] = msgspec.json.Decoder(Event)
 _raw_json_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
+_lax_json_decoder: msgspec.json.Decoder[Event] = msgspec.json.Decoder(Event, strict=False)
+"""For an integer written as a float (``1.0``, ``1e2``): JSON Schema's ``integer`` (the
+exported schema) takes it, and a producer in another language may write one."""
+_INTEGRAL_FLOAT = "Expected `int`, got `float`"
 _msgpack_encoder = msgspec.msgpack.Encoder()
 _msgpack_decoder: msgspec.msgpack.Decoder[Event] = msgspec.msgpack.Decoder(Event)
 _raw_msgpack_decoder: msgspec.msgpack.Decoder[Any] = msgspec.msgpack.Decoder()
@@ -177,6 +181,11 @@ def _recover(
     value) of a type unknown to this version, into ``native/unknown``; re-raise anything
     else."""
     error = _as_decode_error(exc, line=line)
+    if error.problem == _INTEGRAL_FLOAT and raw_decoder is _raw_json_decoder:
+        try:
+            return _lax_json_decoder.decode(data)
+        except msgspec.MsgspecError:
+            raise error from None  # 1.5 where an int belongs: the first error says so
     if unknown == "raise" or not error.path.endswith(".type"):
         raise error from None
     try:
