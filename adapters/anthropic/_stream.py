@@ -337,11 +337,21 @@ class AnthropicAdapter(Adapter):
         is_error: bool = False,
         name: str | None = None,
     ) -> list[Event]:
-        """Append the result of a client-side tool call the caller ran."""
+        """Append the result of a client-side tool call the caller ran.
+
+        As :meth:`user_prompt`, a stream the caller stopped reading (at the block that
+        completed the call, to run the tool) ends first: its message, with the call, is
+        logged before the result, which would otherwise answer no call yet.
+        """
+        finish_open_taps(self)
         parts: list[ResultPart] = [TextPart(text=content)] if isinstance(content, str) else content
-        return [
+        out: list[Event] = []
+        if self._message is not None or self._mode is not None:
+            out.extend(self.close())
+        out.append(
             self.make(ToolResultEvent, call_id=call_id, name=name, content=parts, is_error=is_error)
-        ]
+        )
+        return out
 
     def _envelope_defaults(self, fields: dict[str, Any]) -> None:
         """``parent_id`` filled for nested streams (a sub-agent's)."""

@@ -62,6 +62,7 @@ from adapters._tap import (
     EventLog,
     Tap,
     atap_sdk_stream,
+    finish_open_taps,
     log_session_id,
     tap_sdk_stream,
 )
@@ -336,9 +337,14 @@ class OpenAIResponsesAdapter(Adapter):
         re-sends its whole history each turn, so a ``call_id`` already logged by this
         adapter is skipped: pass the full ``input`` every turn and each result is
         logged once. Results of the opaque caller-run item types (shell, computer,
-        apply-patch) keep the whole input item in ``details["native"]``.
+        apply-patch) keep the whole input item in ``details["native"]``. As
+        :meth:`user_prompt`, a response the caller stopped reading ends first (its
+        message, with the calls the outputs answer, logged before them).
         """
-        events: list[Event] = []
+        finish_open_taps(self)
+        events: list[Event] = (
+            self.close() if self._response is not None or self._mode is not None else []
+        )
         for native_item in items:
             item = _as_mapping(native_item)
             if item is None or item.get("type") not in CLIENT_RESULT_TYPES:

@@ -455,3 +455,51 @@ def test_a_generic_tap_still_closes_a_stream_that_ends_normally() -> None:
     log = SessionLog()
     assert [*tap(lines, ClaudeCodeAdapter(), log)]
     assert log.pending == 0
+
+
+def test_a_tool_result_after_a_break_at_the_call_answers_it() -> None:
+    """The caller stops reading at the block that completes the call (the SDK helper's
+    ``content_block_stop``), runs the tool and logs its result at once (the event loop
+    has not cleaned the tap up): the cut message, with the call, is logged first, and
+    the rendered history holds the real result, not a synthetic one."""
+    from adapters import RenderPolicy
+    from adapters.anthropic import render_request
+
+    interactions = recorded("stream_client_tool_two_turns.json")["interactions"]
+    request = {k: v for k, v in interactions[0]["request_body"].items() if k != "stream"}
+
+    async def run() -> SessionLog:
+        with respx.mock(base_url=BASE) as mock:
+            mock.post("/v1/messages").mock(
+                return_value=httpx.Response(
+                    200,
+                    content=sse_body(interactions[0]),
+                    headers={"content-type": "text/event-stream"},
+                )
+            )
+            log = SessionLog()
+            adapter = AnthropicAdapter(session_id=log.session_id)
+            log.extend(adapter.user_prompt("View the file"))
+            call = None
+            async with _async_client().messages.stream(**request) as stream:
+                async for event in anthropic_atap(stream, log, adapter=adapter):
+                    if (
+                        event.type == "content_block_stop"
+                        and event.content_block.type == "tool_use"
+                    ):
+                        call = event.content_block
+                        break
+            assert call is not None
+            log.extend(adapter.tool_result(call.id, 'print("hello world")\n'))
+            return log
+
+    log = asyncio.run(run())
+    tags = _tags(log.events())
+    assert tags.index("tool/result") > tags.index("assistant/message")
+    warnings: list[Any] = []
+    rendered = render_request(
+        log.derive_messages(), log.current_header(), RenderPolicy(model="m"), warnings=warnings
+    )
+    result = rendered["messages"][-1]["content"][0]
+    assert result["type"] == "tool_result" and "hello world" in str(result["content"])
+    assert not [w for w in warnings if w.code in ("orphan_tool_result", "synthetic_tool_result")]
