@@ -376,8 +376,20 @@ def tap(stream: Iterable[T], adapter: FeedsEvents, log: EventLog) -> Tap[T]:
 
     The result is an iterator and a context manager (:class:`Tap`).
     """
+    _refuse_a_response(stream)
     run = _Run(adapter, log)
     return Tap(_tapped(stream, run), run)
+
+
+def _refuse_a_response(stream: object) -> None:
+    """TypeError for a non-streamed response (an SDK's pydantic ``Message``,
+    ``ChatCompletion``, ``Response``): iterating one yields its ``(field, value)`` pairs,
+    each kept as an unknown native item and the reply itself lost. It is fed whole."""
+    if hasattr(stream, "model_dump") and hasattr(type(stream), "model_fields"):
+        raise TypeError(
+            f"tap() got a {type(stream).__name__}, a whole response, not a stream: "
+            "log it with log.extend(adapter.feed(response)) (or tap([response], log))"
+        )
 
 
 def _tapped(stream: Iterable[T], run: _Run) -> Generator[T, None, None]:
@@ -411,6 +423,7 @@ def atap(stream: AsyncIterable[T], adapter: FeedsEvents, log: EventLog) -> Async
     that needs them off the loop can wrap its store. The result is an async iterator
     and an async context manager (:class:`AsyncTap`).
     """
+    _refuse_a_response(stream)
     run = _Run(adapter, log)
     return AsyncTap(_atapped(stream, run), run)
 
@@ -441,6 +454,7 @@ def tap_sdk_stream(stream: Iterable[T], adapter: RaisesAPIErrors, log: EventLog)
     """:func:`tap` for an HTTP SDK's stream: an exception it raises mid-stream (an
     in-stream error event, a dropped connection) is logged as the adapter's ``error``
     events before it propagates (:func:`errors_logged`)."""
+    _refuse_a_response(stream)
     return tap(errors_logged(stream, adapter.api_error, log), adapter, log)
 
 
@@ -448,6 +462,7 @@ def atap_sdk_stream(
     stream: AsyncIterable[T], adapter: RaisesAPIErrors, log: EventLog
 ) -> AsyncTap[T]:
     """The async :func:`tap_sdk_stream`."""
+    _refuse_a_response(stream)
     return atap(aerrors_logged(stream, adapter.api_error, log), adapter, log)
 
 

@@ -165,3 +165,29 @@ def test_a_message_streams_text_stream_is_refused_and_the_stream_itself_is_tappe
 
     with pytest.raises(TypeError, match="text_stream"):
         asyncio.run(refused())
+
+
+def test_a_whole_response_given_to_tap_is_refused_naming_the_way() -> None:
+    """A non-streamed response is a pydantic model: iterating it yields its fields, each
+    kept as an unknown item and the reply lost. tap() refuses it (all dialects share
+    the check); fed whole, it is logged."""
+    import openai
+
+    from adapters.openai_chat import tap as chat_tap
+    from adapters.openai_responses import atap as responses_atap
+
+    body = recorded("thinking_tool_use_nonstream.json")["interactions"][0]["response_body"]
+    message = anthropic.types.Message.model_validate(body)
+    log = SessionLog()
+    with pytest.raises(TypeError, match="a whole response, not a stream"):
+        tap(message, log)  # type: ignore[arg-type]
+    completion = openai.types.chat.ChatCompletion.model_construct(id="c", choices=[])
+    with pytest.raises(TypeError, match="ChatCompletion, a whole response"):
+        chat_tap(completion, log)  # type: ignore[arg-type]
+    response = openai.types.responses.Response.model_construct(id="r", output=[])
+    with pytest.raises(TypeError, match="log.extend"):
+        responses_atap(response, log)  # type: ignore[arg-type]
+    assert log.events() == []
+    adapter = AnthropicAdapter(session_id=log.session_id)
+    log.extend(adapter.feed(message))
+    assert _of_type(log.events(), AssistantMessageEvent)
