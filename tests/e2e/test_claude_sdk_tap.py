@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 from tests.e2e._support import (
     AUTO_COMPACT_LIMITS,
@@ -20,6 +21,29 @@ from universal_event.fake_models import FakeModelServer, Reply, ShellCall
 from universal_event.log import SessionLog
 
 
+def _sdk_options(claude: Any, tmp_path: Path, **more: Any) -> Any:
+    """``ClaudeAgentOptions`` that start the bundled CLI as the runner ``claude`` would
+    (offline, its home and variables), with the SDK's isolation (no settings files)."""
+    from claude_agent_sdk import ClaudeAgentOptions
+
+    from universal_event.runtimes import CLAUDE_SDK_VARIABLES, bundled_claude, write_launcher
+
+    binary = bundled_claude()
+    assert binary is not None
+    launcher = write_launcher(
+        tmp_path / "bin" / "claude", binary, claude.env(), CLAUDE_SDK_VARIABLES
+    )
+    claude.cwd.mkdir(parents=True, exist_ok=True)
+    return ClaudeAgentOptions(
+        model=claude.model,
+        cwd=str(claude.cwd),
+        env=claude.env(),
+        cli_path=str(launcher),
+        setting_sources=[],
+        **more,
+    )
+
+
 def test_a_compaction_in_an_sdk_stream_tapped_without_the_runner_is_followed(
     tmp_path: Path,
 ) -> None:
@@ -27,28 +51,15 @@ def test_a_compaction_in_an_sdk_stream_tapped_without_the_runner_is_followed(
     ``adapters.claude_sdk.atap``: Claude Code compacts by itself before the third turn
     (its threshold lowered through its own variables); the history derived from the log
     is what it sends then."""
-    from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
+    from claude_agent_sdk import ClaudeSDKClient
 
     from adapters.claude_sdk import ClaudeCodeAdapter, atap
-    from universal_event.runtimes import CLAUDE_SDK_VARIABLES, bundled_claude, write_launcher
 
     steps = claude_compaction_steps(automatic=True)
     log = SessionLog()
     with FakeModelServer(steps) as server:
         claude = runner("claude-code", server.url, tmp_path, extra_env=AUTO_COMPACT_LIMITS)
-        binary = bundled_claude()
-        assert binary is not None
-        launcher = write_launcher(
-            tmp_path / "bin" / "claude", binary, claude.env(), CLAUDE_SDK_VARIABLES
-        )
-        claude.cwd.mkdir(parents=True, exist_ok=True)
-        options = ClaudeAgentOptions(
-            model=claude.model,
-            cwd=str(claude.cwd),
-            env=claude.env(),
-            cli_path=str(launcher),
-            setting_sources=[],
-        )
+        options = _sdk_options(claude, tmp_path)
         adapter = ClaudeCodeAdapter(session_id=log.session_id)
 
         async def converse() -> None:
@@ -70,14 +81,11 @@ def test_a_compaction_in_an_sdk_stream_tapped_without_the_runner_is_followed(
 def test_an_sdk_user_logs_turns_run_elsewhere_before_a_resumed_prompt(tmp_path: Path) -> None:
     """``import_claude_turns(log, transcript)`` before the prompt of a resumed turn: a
     turn another log ran on the session is in the history, as Claude Code sends it."""
-    from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
+    from claude_agent_sdk import ClaudeSDKClient
 
     from adapters.claude_sdk import ClaudeCodeAdapter, atap
     from universal_event.runtimes import (
-        CLAUDE_SDK_VARIABLES,
-        bundled_claude,
         import_claude_turns,
-        write_launcher,
     )
 
     steps = [
@@ -89,23 +97,11 @@ def test_an_sdk_user_logs_turns_run_elsewhere_before_a_resumed_prompt(tmp_path: 
     log, elsewhere = SessionLog(), SessionLog()
     with FakeModelServer(steps) as server:
         claude = runner("claude-code", server.url, tmp_path)
-        binary = bundled_claude()
-        assert binary is not None
-        launcher = write_launcher(
-            tmp_path / "bin" / "claude", binary, claude.env(), CLAUDE_SDK_VARIABLES
-        )
-        claude.cwd.mkdir(parents=True, exist_ok=True)
         adapter = ClaudeCodeAdapter(session_id=log.session_id)
 
         async def turn(prompt: str, resume: str | None) -> str | None:
-            options = ClaudeAgentOptions(
-                model=claude.model,
-                cwd=str(claude.cwd),
-                env=claude.env(),
-                cli_path=str(launcher),
-                setting_sources=[],
-                permission_mode="bypassPermissions",
-                resume=resume,
+            options = _sdk_options(
+                claude, tmp_path, permission_mode="bypassPermissions", resume=resume
             )
             if resume is not None:
                 import_claude_turns(log, claude.transcript_path(resume))

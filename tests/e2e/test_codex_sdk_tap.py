@@ -37,22 +37,29 @@ STEPS = [
 Items = list[dict[str, object]]
 
 
+def _sdk_config(server_url: str, tmp_path: Path) -> tuple[Any, Any]:
+    """The runner's Codex settings (offline, against ``server_url``) and an
+    ``openai_codex`` config that starts the bundled CLI with them."""
+    from openai_codex import CodexConfig
+
+    codex_runner = runner("codex", server_url, tmp_path)
+    codex_runner.write_config()
+    codex_runner.cwd.mkdir(parents=True, exist_ok=True)
+    binary = bundled_codex()
+    assert binary is not None
+    launcher = write_launcher(tmp_path / "bin" / "codex", binary, codex_runner.env())
+    config = CodexConfig(codex_bin=str(launcher), cwd=str(codex_runner.cwd), env=codex_runner.env())
+    return codex_runner, config
+
+
 def _converse(tmp_path: Path, log: SessionLog, *, reconciled: bool) -> tuple[Items, Items]:
     """Two turns on a new thread started without raw events; the history derived before
     the second, rendered for the same model, and the conversation Codex sent in it."""
-    from openai_codex import Codex, CodexConfig
+    from openai_codex import Codex
     from openai_codex.api import Thread
 
     with FakeModelServer(STEPS) as server:
-        codex_runner = runner("codex", server.url, tmp_path)
-        codex_runner.write_config()
-        codex_runner.cwd.mkdir(parents=True, exist_ok=True)
-        binary = bundled_codex()
-        assert binary is not None
-        launcher = write_launcher(tmp_path / "bin" / "codex", binary, codex_runner.env())
-        config = CodexConfig(
-            codex_bin=str(launcher), cwd=str(codex_runner.cwd), env=codex_runner.env()
-        )
+        codex_runner, config = _sdk_config(server.url, tmp_path)
         adapter = CodexAdapter(session_id=log.session_id, model=codex_runner.model)
         history = []
         with Codex(config=config) as codex:
@@ -116,7 +123,7 @@ def test_a_tapped_turn_after_a_killed_app_server_logs_what_codex_sends_first(
     (interrupted) with the call and no result. A new client resumes the thread; when its
     tapped turn starts, the tap logs what Codex sends of the cut turn (the rollout's) and
     the result Codex makes up for the call (``aborted``, in no file), before the turn."""
-    from openai_codex import Codex, CodexConfig
+    from openai_codex import Codex
     from openai_codex.api import Thread
 
     steps = [
@@ -126,15 +133,7 @@ def test_a_tapped_turn_after_a_killed_app_server_logs_what_codex_sends_first(
     ]
     log = SessionLog()
     with FakeModelServer(steps) as server:
-        codex_runner = runner("codex", server.url, tmp_path)
-        codex_runner.write_config()
-        codex_runner.cwd.mkdir(parents=True, exist_ok=True)
-        binary = bundled_codex()
-        assert binary is not None
-        launcher = write_launcher(tmp_path / "bin" / "codex", binary, codex_runner.env())
-        config = CodexConfig(
-            codex_bin=str(launcher), cwd=str(codex_runner.cwd), env=codex_runner.env()
-        )
+        codex_runner, config = _sdk_config(server.url, tmp_path)
         params = {
             "approvalPolicy": "never",
             "sandbox": "danger-full-access",

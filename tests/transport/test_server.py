@@ -226,22 +226,29 @@ def test_a_native_transcript_that_branches_is_posted_whole(
     ]
 
 
-def test_messages_and_render_endpoints(dev_server: ServerThread, http: httpx.Client) -> None:
+def _anthropic_turn(http: httpx.Client, base: str, session: str) -> str:
+    """A recorded Anthropic turn posted to ``session``: a header for ``claude-x``, the
+    prompt as universal events, the response as its native SSE stream; the prompt."""
     fixture = json.loads(
         (FIXTURES / "anthropic-messages/stream_client_tool_two_turns.json").read_text()
     )
-    prompt = fixture["interactions"][0]["request_body"]["messages"][0]["content"][0]["text"]
+    prompt: str = fixture["interactions"][0]["request_body"]["messages"][0]["content"][0]["text"]
     post_events(
         http,
-        dev_server.url,
-        "m1",
+        base,
+        session,
         [
             RequestHeaderEvent(id="h0", provider="anthropic", api="messages", model="claude-x"),
             UserMessageEvent(id="u0", content=[TextPart(text=prompt)]),
         ],
     )
     stream = fixture["interactions"][0]["response_body"].encode()
-    http.post(f"{dev_server.url}/sessions/m1/events?from=anthropic", content=stream)
+    http.post(f"{base}/sessions/{session}/events?from=anthropic", content=stream)
+    return prompt
+
+
+def test_messages_and_render_endpoints(dev_server: ServerThread, http: httpx.Client) -> None:
+    prompt = _anthropic_turn(http, dev_server.url, "m1")
     messages = http.get(f"{dev_server.url}/sessions/m1/messages")
     assert messages.status_code == 200, messages.text
     roles = [m.get("role") for m in messages.json()]
@@ -262,21 +269,7 @@ def test_render_takes_a_model_and_gives_its_warnings(
     """A session of another provider's replies (no header for the target) renders with
     ``?model=``; the count of warnings is a header, the warnings themselves come with
     ``&warnings=1`` (a renamed tool's names are needed to map a response back)."""
-    fixture = json.loads(
-        (FIXTURES / "anthropic-messages/stream_client_tool_two_turns.json").read_text()
-    )
-    prompt = fixture["interactions"][0]["request_body"]["messages"][0]["content"][0]["text"]
-    post_events(
-        http,
-        dev_server.url,
-        "r1",
-        [
-            RequestHeaderEvent(id="h0", provider="anthropic", api="messages", model="claude-x"),
-            UserMessageEvent(id="u0", content=[TextPart(text=prompt)]),
-        ],
-    )
-    stream = fixture["interactions"][0]["response_body"].encode()
-    http.post(f"{dev_server.url}/sessions/r1/events?from=anthropic", content=stream)
+    _anthropic_turn(http, dev_server.url, "r1")
     url = f"{dev_server.url}/sessions/r1/render"
     plain = http.get(url, params={"to": "openai-chat", "model": "gpt-5"})
     assert plain.status_code == 200, plain.text
