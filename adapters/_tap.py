@@ -21,7 +21,12 @@ happen at the moments DESIGN.md asks for:
 
 * before the caller can act on an assistant message that calls tools (the item that
   completed it is yielded only after the checkpoint — the caller runs tools after
-  seeing it, so the call is durable first);
+  seeing it, so the call is durable first). An SDK helper hands a call over before its
+  message ends (``messages.stream()``'s ``content_block_stop`` holding the
+  ``tool_use``, ``chat.completions.stream()``'s ``tool_calls.function.arguments.done``,
+  a Responses ``response.output_item.done``): such an item (the adapter's
+  ``hands_over_call``) and the items after it are held back until the message is
+  logged and checkpointed, then yielded in order;
 * at every ``step/end`` and ``turn/end`` (before the next step / request);
 * on a fatal ``error``;
 * when the stream ends — normally, with an exception (the stream was cut), or because
@@ -396,13 +401,14 @@ def _tapped(stream: Iterable[T], run: _Run) -> Generator[T, None, None]:
     adapter, log = run.adapter, run.log
     finish_open_taps(adapter)  # an earlier stream of this adapter, abandoned
     _register(run)
+    held = _Held(adapter)
     try:
         for item in stream:
             run.dirty = True
-            _log(adapter.feed(item), log)
-            run.paused = True
-            yield item
-            run.paused = False
+            for ready in held.after(item, _fed(adapter, item, log)):
+                run.paused = True
+                yield ready
+                run.paused = False
     except GeneratorExit:
         # An early ``break`` (the caller's ``close()``, or Python cleaning the tap up):
         # whatever the adapter still holds is logged and made durable.
@@ -414,6 +420,43 @@ def _tapped(stream: Iterable[T], run: _Run) -> Generator[T, None, None]:
         run.end(in_cleanup=False)
         raise
     run.end(in_cleanup=False)
+    yield from held.rest()  # the stream ended inside the message: now logged (partial)
+
+
+def _fed(adapter: FeedsEvents, item: Any, log: EventLog) -> bool:
+    """Feed ``item``, log its events; whether that checkpointed (:func:`needs_checkpoint`)."""
+    events = adapter.feed(item)
+    _log(events, log)
+    return bool(events) and needs_checkpoint(events)
+
+
+class _Held:
+    """Items held back from the caller from one that hands over a tool call before the
+    message holding it is logged, until a checkpoint (see the module doc)."""
+
+    __slots__ = ("_holds", "_items")
+
+    def __init__(self, adapter: FeedsEvents) -> None:
+        self._holds: Callable[[Any], bool] = getattr(adapter, "hands_over_call", _never)
+        self._items: list[Any] = []
+
+    def after(self, item: T, checkpointed: bool) -> list[T]:
+        """What the caller may have now that ``item`` was fed."""
+        if not self._items and not self._holds(item):
+            return [item]
+        self._items.append(item)
+        if not checkpointed:
+            return []
+        ready, self._items = self._items, []
+        return ready
+
+    def rest(self) -> list[Any]:
+        ready, self._items = self._items, []
+        return ready
+
+
+def _never(item: Any) -> bool:
+    return False
 
 
 def atap(stream: AsyncIterable[T], adapter: FeedsEvents, log: EventLog) -> AsyncTap[T]:
@@ -432,13 +475,14 @@ async def _atapped(stream: AsyncIterable[T], run: _Run) -> AsyncGenerator[T, Non
     adapter, log = run.adapter, run.log
     finish_open_taps(adapter)
     _register(run)
+    held = _Held(adapter)
     try:
         async for item in stream:
             run.dirty = True
-            _log(adapter.feed(item), log)
-            run.paused = True
-            yield item
-            run.paused = False
+            for ready in held.after(item, _fed(adapter, item, log)):
+                run.paused = True
+                yield ready
+                run.paused = False
     except GeneratorExit:
         run.paused = False
         run.end(in_cleanup=not run.by_caller)
@@ -448,6 +492,8 @@ async def _atapped(stream: AsyncIterable[T], run: _Run) -> AsyncGenerator[T, Non
         run.end(in_cleanup=False)
         raise
     run.end(in_cleanup=False)
+    for ready in held.rest():
+        yield ready
 
 
 def tap_sdk_stream(stream: Iterable[T], adapter: RaisesAPIErrors, log: EventLog) -> Tap[T]:

@@ -329,6 +329,14 @@ class AnthropicAdapter(Adapter):
         out.append(self.make(UserMessageEvent, content=parts))
         return out
 
+    def hands_over_call(self, native: Any) -> bool:
+        """Whether ``native`` hands the caller a whole tool call before its message is
+        logged: ``messages.stream()``'s ``content_block_stop`` carries the finished
+        ``tool_use`` block, and ``message_stop`` comes after (:mod:`adapters._tap`)."""
+        if self._message is None or getattr(native, "type", None) != "content_block_stop":
+            return False
+        return getattr(getattr(native, "content_block", None), "type", None) == "tool_use"
+
     def tool_result(
         self,
         call_id: str,

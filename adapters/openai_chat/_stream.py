@@ -266,6 +266,15 @@ class OpenAIChatAdapter(Adapter):
             )
         return out
 
+    def hands_over_call(self, native: Any) -> bool:
+        """Whether ``native`` hands the caller a whole tool call before its message is
+        logged: ``chat.completions.stream()``'s ``tool_calls.function.arguments.done``
+        for a choice that has not finished yet (:mod:`adapters._tap`)."""
+        if getattr(native, "type", None) != "tool_calls.function.arguments.done":
+            return False
+        response = self._response
+        return response is not None and any(not s.done for s in response.choices.values())
+
     def close(self) -> list[Event]:
         """End the current stream: flush buffered input, close what is still open."""
         out: list[Event] = []

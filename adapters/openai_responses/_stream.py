@@ -99,6 +99,11 @@ from universal_event.parts import AssistantPart, Provenance, ToolCallPart
 
 __all__ = ["OpenAIResponsesAdapter", "atap", "tap"]
 
+_CALL_DONE_EVENTS = frozenset(
+    {"response.function_call_arguments.done", "response.custom_tool_call_input.done"}
+)
+_CALL_ITEMS = frozenset({"function_call", "custom_tool_call"})
+
 EventT = TypeVar("EventT", bound=EventBase)
 ChunkKind = Literal["text", "thinking", "tool_arguments", "refusal", "summary"]
 
@@ -327,6 +332,20 @@ class OpenAIResponsesAdapter(Adapter):
                 cut = [self.malformed("close", None, exc)]
             events.extend(cut)
         return events
+
+    def hands_over_call(self, native: Any) -> bool:
+        """Whether ``native`` hands the caller a whole tool call before its message is
+        logged (at ``response.completed``): a function or custom tool call's
+        ``response.output_item.done``, or its arguments' / input's ``.done``
+        (:mod:`adapters._tap`)."""
+        if self._response is None:
+            return False
+        kind = getattr(native, "type", None)
+        if kind in _CALL_DONE_EVENTS:
+            return True
+        if kind != "response.output_item.done":
+            return False
+        return getattr(getattr(native, "item", None), "type", None) in _CALL_ITEMS
 
     def tool_outputs(self, items: Iterable[Any]) -> list[Event]:
         """``tool/result`` events for the caller-sent tool outputs among ``items``.
