@@ -87,6 +87,7 @@ from collections.abc import (
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
+from universal_event.errors import AdapterError
 from universal_event.events import (
     AssistantMessageEvent,
     ErrorEvent,
@@ -168,7 +169,7 @@ def _log(events: list[Event], log: EventLog) -> None:
 class _Run:
     """One tap's stream: what finishing it needs, and where it stands."""
 
-    __slots__ = ("adapter", "by_caller", "dirty", "ended", "failure", "log", "paused")
+    __slots__ = ("adapter", "by_caller", "dirty", "ended", "failure", "fed", "log", "paused")
 
     def __init__(self, adapter: FeedsEvents, log: EventLog) -> None:
         self.adapter = adapter
@@ -180,6 +181,8 @@ class _Run:
         self.by_caller = False
         """The caller closes the tap itself (``close()``/``aclose()``, a ``with`` exit)."""
         self.ended = False
+        self.fed = False
+        """Some of the stream went to the adapter (it is following this stream)."""
         self.failure: Exception | None = None
         """The checkpoint that finished the stream failed (retried before the next input)."""
 
@@ -398,14 +401,14 @@ def _refuse_a_response(stream: object) -> None:
 
 
 def _tapped(stream: Iterable[T], run: _Run) -> Generator[T, None, None]:
-    adapter, log = run.adapter, run.log
+    adapter = run.adapter
     finish_open_taps(adapter)  # an earlier stream of this adapter, abandoned
     _register(run)
     held = _Held(adapter)
     try:
         for item in stream:
             run.dirty = True
-            for ready in held.after(item, _fed(adapter, item, log)):
+            for ready in held.after(item, _fed(run, item)):
                 run.paused = True
                 yield ready
                 run.paused = False
@@ -423,11 +426,34 @@ def _tapped(stream: Iterable[T], run: _Run) -> Generator[T, None, None]:
     yield from held.rest()  # the stream ended inside the message: now logged (partial)
 
 
-def _fed(adapter: FeedsEvents, item: Any, log: EventLog) -> bool:
+def _fed(run: _Run, item: Any) -> bool:
     """Feed ``item``, log its events; whether that checkpointed (:func:`needs_checkpoint`)."""
-    events = adapter.feed(item)
-    _log(events, log)
+    if len(_runs) > 1:
+        _refuse_a_second_stream(run)
+    run.fed = True
+    events = run.adapter.feed(item)
+    _log(events, run.log)
     return bool(events) and needs_checkpoint(events)
+
+
+def _refuse_a_second_stream(run: _Run) -> None:
+    """AdapterError when another tap of the same adapter is still reading its stream: an
+    adapter follows one response at a time, and two fed at once (parallel requests, two
+    taps iterated in turn) would be merged into one message, the other cut. A tap the
+    caller stopped reading was finished when this one began; it is not counted."""
+    with _runs_lock:
+        other = any(
+            o is not run and o.adapter is run.adapter and o.fed and o.dirty and not o.ended
+            for o in _runs
+        )
+    if other:
+        run.dirty = False  # its end must not close what the adapter holds of the other
+        raise AdapterError(
+            "another tap is reading a stream with this adapter: an adapter follows one "
+            "response at a time; give each concurrent request its own adapter (the "
+            "conversation's next request can take it over once this one is done)",
+            runtime=str(getattr(run.adapter, "runtime", "") or "tap"),
+        )
 
 
 class _Held:
@@ -472,14 +498,14 @@ def atap(stream: AsyncIterable[T], adapter: FeedsEvents, log: EventLog) -> Async
 
 
 async def _atapped(stream: AsyncIterable[T], run: _Run) -> AsyncGenerator[T, None]:
-    adapter, log = run.adapter, run.log
+    adapter = run.adapter
     finish_open_taps(adapter)
     _register(run)
     held = _Held(adapter)
     try:
         async for item in stream:
             run.dirty = True
-            for ready in held.after(item, _fed(adapter, item, log)):
+            for ready in held.after(item, _fed(run, item)):
                 run.paused = True
                 yield ready
                 run.paused = False

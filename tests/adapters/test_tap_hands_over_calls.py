@@ -20,6 +20,7 @@ import respx
 import adapters.anthropic as anthropic_adapter
 import adapters.openai_chat as chat_adapter
 import adapters.openai_responses as responses_adapter
+from universal_event.errors import AdapterError
 from universal_event.events import AssistantMessageEvent
 from universal_event.log import SessionLog
 from universal_event.parts import ToolCallPart
@@ -144,3 +145,32 @@ def test_a_stream_cut_inside_the_message_yields_the_held_items_after_the_partial
     assert got
     (message,) = [e for e in log.events() if isinstance(e, AssistantMessageEvent)]
     assert message.status == "partial"
+
+
+def test_two_streams_read_in_turn_with_one_adapter_are_refused_not_merged() -> None:
+    """Two requests' streams read in turn through the conversation's adapter: the second
+    tap began while the first was paused (taken for one the caller stopped reading, so
+    finished: partial message); the first, read again, raises AdapterError instead of
+    feeding its items into the second's message, which is logged whole."""
+    body, request = _recorded("anthropic-messages", "stream_client_tool_two_turns.json")
+    client = anthropic.Anthropic(api_key="t", max_retries=0)
+    log = SessionLog()
+    adapter = anthropic_adapter.AnthropicAdapter(session_id=log.session_id)
+    with respx.mock() as router:
+        router.post(URLS["anthropic-messages"]).mock(side_effect=lambda _: _sse(body))
+        first = anthropic_adapter.tap(
+            client.messages.create(**request, stream=True), log, adapter=adapter
+        )
+        second = anthropic_adapter.tap(
+            client.messages.create(**request, stream=True), log, adapter=adapter
+        )
+        for _ in range(3):
+            next(first)
+        next(second)
+        with pytest.raises(AdapterError, match="one response at a time"):
+            next(first)
+        rest = list(second)
+    assert rest
+    messages = [e for e in log.events() if isinstance(e, AssistantMessageEvent)]
+    assert [m.status for m in messages] == ["partial", "complete"]
+    assert [type(p) for p in messages[1].content] == [ToolCallPart]
