@@ -359,7 +359,7 @@ class _GroupRenderer(GroupRenderer):
     ) -> dict[str, Any] | None:
         """Rules 1-2: a signed block only to the model that signed it, else the policy."""
         if self.native(reasoning_origin(part, message)):
-            if part.redacted_data is not None:
+            if part.redacted_data:  # an empty one is no block the API takes
                 return {"type": "redacted_thinking", "data": part.redacted_data}
             if part.signature:
                 return {"type": "thinking", "thinking": part.text, "signature": part.signature}

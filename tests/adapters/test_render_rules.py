@@ -217,6 +217,20 @@ def test_rule_2_same_model_thinking_without_signature_is_not_half_kept() -> None
     assert [w.code for w in warnings] == ["reasoning_dropped"]
 
 
+def test_rule_2_an_empty_redacted_block_is_not_sent() -> None:
+    """A parsed body's ``redacted_thinking`` with ``data: ""`` holds nothing to replay:
+    dropped as an unsigned block is, not sent empty."""
+    empty = ThinkingPart(redacted_data="", provenance=CLAUDE)
+    messages: list[Message] = [
+        user("hi"),
+        AssistantMessage(content=[empty, TextPart(text="a")], provenance=CLAUDE),
+        user("again"),
+    ]
+    kwargs, warnings = render("anthropic", messages)
+    assert history(kwargs)[1]["content"] == [{"type": "text", "text": "a"}]
+    assert [w.code for w in warnings] == ["reasoning_dropped"]
+
+
 # ---------------------------------------------------------------- rule 3
 
 
