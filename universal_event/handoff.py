@@ -96,6 +96,10 @@ def uuid7() -> str:
 
 
 def _timestamp(offset_ms: int = 0) -> str:
+    """Now, ``offset_ms`` later. A native session is written with its lines a millisecond
+    apart, in order, all *before* now (negative offsets): the ``runtime/switch`` logged
+    after it is newer than every line, so the runner's import of turns run outside the
+    log (those begun after its last event) never takes the hand-off's own for one."""
     moment = datetime.fromtimestamp(time.time() + offset_ms / 1000, UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
@@ -320,6 +324,7 @@ def write_claude_transcript(
     path = claude_project_dir(home, cwd) / f"{session_id}.jsonl"
     parent: str | None = None
     lines: list[str] = []
+    count = len(request["messages"])
     for index, message in enumerate(request["messages"]):
         line_id = str(uuid.uuid4())
         record: dict[str, Any] = {
@@ -330,7 +335,7 @@ def write_claude_transcript(
             "userType": "external",
             "sessionId": session_id,
             "cwd": str(cwd),
-            "timestamp": _timestamp(index),
+            "timestamp": _timestamp(index - count),
             "message": _transcript_message(message, request["model"]),
         }
         lines.append(json.dumps(record, ensure_ascii=False))
@@ -404,7 +409,8 @@ def write_codex_rollout(
     now = datetime.now(UTC)
     directory = codex_home / "sessions" / now.strftime("%Y/%m/%d")
     path = directory / f"rollout-{now.strftime('%Y-%m-%dT%H-%M-%S')}-{thread_id}.jsonl"
-    started = _timestamp()
+    items = list(codex_input_items(request))
+    started = _timestamp(-len(items) - 1)
     lines: list[dict[str, Any]] = [
         {
             "timestamp": started,
@@ -418,8 +424,8 @@ def write_codex_rollout(
             },
         }
     ]
-    for index, item in enumerate(codex_input_items(request), start=1):
-        stamp = _timestamp(index)
+    for index, item in enumerate(items, start=1):
+        stamp = _timestamp(index - len(items) - 1)
         lines.append({"timestamp": stamp, "type": "response_item", "payload": item})
         if item.get("type") == "message" and item.get("role") == "user":
             # Codex's own rollouts pair each prompt with a user_message event; without
