@@ -499,7 +499,20 @@ def _drive(
             # timeout (RuntimeTimeoutError)
             print(f"universal-event: error: the run ended early: {error}", file=sys.stderr)
             return 1
-    return 0 if status == "completed" else 1
+        if status != "completed":
+            print(f"universal-event: error: {_turn_failure(log.events(), status)}", file=sys.stderr)
+            return 1
+    return 0
+
+
+def _turn_failure(events: Sequence[Event], status: str) -> str:
+    """Why the run's turn did not complete, from its ``turn/end`` (the model server's
+    error, as the runtime gave it)."""
+    from universal_event.events import TurnEndEvent
+
+    end = next((e for e in reversed(events) if isinstance(e, TurnEndEvent)), None)
+    why = f": {end.error}" if end is not None and end.error else ""
+    return f"the turn ended {status}{why}"
 
 
 def _repair_before_continuing(store: Store, session_id: str) -> None:

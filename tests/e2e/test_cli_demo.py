@@ -99,3 +99,24 @@ def test_handoff_of_an_unknown_session_fails_cleanly(tmp_path: Path) -> None:
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert "no session 'nothing'" in done.stderr and not (tmp_path / "x.db").exists()
+
+
+def test_a_turn_the_model_server_fails_is_one_error_line(tmp_path: Path) -> None:
+    """HTTP 500s: the turn ends failed, and the command says so on stderr (exit 1), as
+    every failure does — it printed nothing."""
+    from universal_event.fake_models import FakeModelServer, HttpError
+
+    need("claude-code")
+    with FakeModelServer([HttpError(500)] * 12) as server:
+        command = [
+            sys.executable, "-m", "universal_event", "run", "--quiet", "--runtime",
+            "claude-code", "--session", "f", "hello", "--model-url", server.url,
+            "--store", f"sqlite:///{tmp_path / 'f.db'}",
+            "--workdir", str(tmp_path / "homes"), "--cwd", str(tmp_path / "work"),
+        ]  # fmt: skip
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    errors = [
+        line for line in done.stderr.splitlines() if line.startswith("universal-event: error:")
+    ]
+    assert len(errors) == 1 and "the turn ended failed" in errors[0], done.stderr
