@@ -670,12 +670,44 @@ def _turn_status(events: list[Event]) -> str:
 
 
 def _kill(pid: int | None) -> None:
-    """SIGKILL one process we started (the runtime's CLI), by its id."""
-    if pid is not None:
+    """SIGKILL a process we started (the runtime's CLI), and every process under it.
+
+    Claude Code runs a tool's command in a process group of its own: killing the CLI
+    alone (a timeout, ``kill_when``, Ctrl-C) left the command running, orphaned. The
+    tree is read before anything is killed (an orphan is re-parented, out of reach).
+    """
+    if pid is None:
+        return
+    for member in [pid, *_descendants(pid)]:
         try:
-            os.kill(pid, signal.SIGKILL)
+            os.kill(member, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes under ``pid`` (children first), from ``/proc``; none without it."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = [entry.name for entry in os.scandir("/proc") if entry.name.isdigit()]
+    except OSError:
+        return []
+    for name in entries:
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat_file:
+                stat = stat_file.read()
+        except OSError:
+            continue  # gone meanwhile
+        # "pid (command) state ppid ...": the command may hold spaces and parentheses
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        children.setdefault(int(fields[1]), []).append(int(name))
+    found: list[int] = []
+    waiting = [pid]
+    while waiting:
+        for child in children.get(waiting.pop(), []):
+            found.append(child)
+            waiting.append(child)
+    return found
 
 
 @dataclass
