@@ -465,7 +465,9 @@ def _drive(
         stack.callback(log.close)
         status = "completed"
         error: BaseException | None = None
-        if prompt is None:
+        if handing_over:
+            # Asked for: written from the log even when the session's last runtime is
+            # this one (an imported session, whose native session is not here).
             written = hand_off(
                 log,
                 runtime,  # type: ignore[arg-type]
@@ -481,6 +483,9 @@ def _drive(
             print(
                 f"session {args.session}: handed to {runtime} as {written.native_session_id} ({written.path})"
             )
+            if prompt is not None:
+                result = runner.run(log, prompt, resume=written.native_session_id)
+                status, error = result.status, result.error
         else:
             resume, handed = prepare(log, runner)
             if handed is not None:
@@ -492,7 +497,13 @@ def _drive(
             status, error = result.status, result.error
         print("\n".join(timeline_lines(args.session, log.events())))
         if isinstance(error, RuntimeStartError):  # nothing of the prompt was logged
-            print(f"universal-event: error: {error}", file=sys.stderr)
+            hint = ""
+            if not handing_over and "resume" in str(error):
+                hint = (
+                    f" (its native session is not here: `universal-event handoff --to "
+                    f"{runtime} --session {args.session}` writes one from the log)"
+                )
+            print(f"universal-event: error: {error}{hint}", file=sys.stderr)
             return 1
         if error is not None:
             # e.g. a checkpoint refused because another process wrote the session, the

@@ -120,3 +120,28 @@ def test_a_turn_the_model_server_fails_is_one_error_line(tmp_path: Path) -> None
         line for line in done.stderr.splitlines() if line.startswith("universal-event: error:")
     ]
     assert len(errors) == 1 and "the turn ended failed" in errors[0], done.stderr
+
+
+def test_an_imported_session_is_run_after_a_handoff_the_error_points_to(tmp_path: Path) -> None:
+    """A session imported from a capture names a native session that is not here: `run`
+    cannot resume it and says to hand the session over; `handoff --to` with a prompt
+    writes one from the log (even to the runtime the session last ran on) and runs."""
+    need("claude-code")
+    capture = ROOT / "tests/fixtures/captured/claude/cli/c02_tool_partial/stdout.jsonl"
+    store = f"sqlite:///{tmp_path / 'i.db'}"
+    places = ["--workdir", str(tmp_path / "homes"), "--cwd", str(tmp_path / "work")]
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "universal_event", *args, "--store", store]
+        return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+    assert cli("import", "--from", "claude-code", str(capture), "--session", "imp").returncode == 0
+    cut = cli("run", "--quiet", "--runtime", "claude-code", "--session", "imp", "Go on", *places)
+    assert cut.returncode == 1
+    assert "universal-event handoff --to claude-code --session imp" in cut.stderr
+    handed = cli("handoff", "--quiet", "--to", "claude-code", "--session", "imp", "Go on", *places)
+    assert handed.returncode == 0, handed.stderr
+    log = open_store(store)
+    ends = [e for e in log.read("imp") if isinstance(e, TurnEndEvent)]
+    assert ends[-1].status == "completed"
+    assert [e for e in log.read("imp") if isinstance(e, RuntimeSwitchEvent)]
