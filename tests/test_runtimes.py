@@ -488,3 +488,35 @@ def test_what_a_killed_claude_code_left_out_of_its_transcript_leaves_the_surface
     import_claude_turns(log, runner.transcript_path("s1"))
     derived = [m.content[0].text for m in log.derive_messages()]  # type: ignore[union-attr]
     assert derived == ["msg_a1", "q2, written"]
+
+
+def test_a_codex_run_against_a_model_server_that_takes_no_connection_fails_at_once(
+    tmp_path: Path,
+) -> None:
+    """Codex waits for the network again and again on a refused connection: the run
+    would end only at its timeout (600 s). It fails at once, nothing of the prompt
+    logged."""
+    import socket
+    import time
+
+    from tests.e2e._support import need
+    from universal_event.errors import RuntimeStartError
+    from universal_event.runtimes import CodexRunner
+
+    need("codex")
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    runner = CodexRunner(
+        base_url=f"http://127.0.0.1:{port}/v1",
+        codex_home=tmp_path / "h",
+        cwd=tmp_path / "w",
+        timeout=20,
+    )
+    log = SessionLog()
+    started = time.monotonic()
+    result = runner.run(log, "hello")
+    assert time.monotonic() - started < 10
+    assert result.status == "failed" and isinstance(result.error, RuntimeStartError)
+    assert "takes no connection" in str(result.error) and str(port) in str(result.error)
+    assert log.events() == []

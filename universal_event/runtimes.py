@@ -39,6 +39,7 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import threading
 import time
 import unicodedata
@@ -46,6 +47,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -1013,6 +1015,24 @@ def _shown(events: Sequence[Event]) -> list[SurfaceEvent]:
     return [e for seq in imported.surface_seqs() if is_surface_event(e := logged[seq])]
 
 
+def _unreachable(base_url: str) -> str | None:
+    """Why the model server at ``base_url`` takes no connection (refused, no such host),
+    or None when it takes one (what it answers is the runtime's to report)."""
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as exc:
+        return f"the model server URL {base_url!r} is not one: {exc}"
+    if parts.scheme not in ("http", "https") or not host:
+        return f"the model server URL {base_url!r} is not an http(s) URL"
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+    except OSError as exc:
+        return f"the model server at {base_url} takes no connection: {exc.strerror or exc}"
+    return None
+
+
 def _start_error(runtime: str, resume: str | None, exc: BaseException) -> RuntimeStartError:
     """The one-line error of a CLI that could not start the turn."""
     if isinstance(exc, RuntimeStartError):
@@ -1173,6 +1193,13 @@ class CodexRunner:
             )
         except RuntimeNotFoundError as exc:
             result.error, result.status = exc, "failed"
+            return result
+        unreachable = _unreachable(self.base_url)
+        if unreachable is not None:
+            # Codex waits for the network again and again on a refused connection (its
+            # retry settings do not bound that): the run would end only at the timeout.
+            result.error = RuntimeStartError(f"{self.runtime}: {unreachable}")
+            result.status = "failed"
             return result
         self.cwd.mkdir(parents=True, exist_ok=True)
         self.write_config()
