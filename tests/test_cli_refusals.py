@@ -314,3 +314,13 @@ def test_a_file_where_a_directory_belongs_is_named(tmp_path: Path) -> None:
         store.stderr
     )
     assert a_file.read_text() == "mine\n"
+
+
+def test_a_run_whose_cwd_is_a_file_says_so(tmp_path: Path) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("mine\n")
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    done = _cli("run", "--runtime", "claude-code", "--session", "s", "hi", "--cwd", str(a_file),
+                "--store", store)  # fmt: skip
+    assert done.returncode == 1
+    assert "--cwd names a file, not a directory" in _one_error_line(done.stderr)

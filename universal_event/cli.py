@@ -430,6 +430,9 @@ def _drive(
         raise NotAvailableError(
             f"{runtime} is not installed (pip install 'universal-event[{extra}]')"
         )
+    for option, directory in (("--cwd", args.cwd), ("--workdir", args.workdir)):
+        if Path(directory).exists() and not Path(directory).is_dir():
+            raise NotADirectoryError(20, f"{option} names a file, not a directory", directory)
     places = RuntimePlaces(Path(args.workdir).resolve(), Path(args.cwd).resolve())
     # A hand-over needs a session to hand over: no store or session is said so, not made.
     store = _open_session_store(args, args.session) if handing_over else _open_store(args)
