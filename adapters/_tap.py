@@ -159,11 +159,15 @@ def needs_checkpoint(events: Sequence[Event]) -> bool:
     return False
 
 
-def _log(events: list[Event], log: EventLog) -> None:
-    if events:
-        log.extend(events)
-        if needs_checkpoint(events):
-            log.checkpoint()
+def _log(events: list[Event], log: EventLog) -> bool:
+    """Log ``events``; whether that checkpointed (:func:`needs_checkpoint`)."""
+    if not events:
+        return False
+    log.extend(events)
+    if not needs_checkpoint(events):
+        return False
+    log.checkpoint()
+    return True
 
 
 class _Run:
@@ -431,9 +435,7 @@ def _fed(run: _Run, item: Any) -> bool:
     if len(_runs) > 1:
         _refuse_a_second_stream(run)
     run.fed = True
-    events = run.adapter.feed(item)
-    _log(events, run.log)
-    return bool(events) and needs_checkpoint(events)
+    return _log(run.adapter.feed(item), run.log)
 
 
 def _refuse_a_second_stream(run: _Run) -> None:

@@ -123,11 +123,15 @@ def find_open_work(events: Iterable[Event]) -> OpenWork:
     return work
 
 
-def unlogged_message(events: Sequence[Event], turn_id: str | None) -> AssistantMessageEvent | None:
+def unlogged_message(
+    events: Sequence[Event], turn_id: str | None, header: RequestHeaderEvent | None = None
+) -> AssistantMessageEvent | None:
     """The assistant message a cut-off writer streamed in turn ``turn_id`` but did not
     log: after the turn's last ``assistant/message``, its text and thinking chunks, and
     the calls ``tool/call`` started that no logged message holds. ``partial``,
-    ``stop_reason="interrupted"``; None when nothing was streamed after it."""
+    ``stop_reason="interrupted"``, its provenance the settings in force (``header``, the
+    log's :meth:`~universal_event.log.SessionLog.current_header`), as the adapter would
+    have said; None when nothing was streamed after it."""
     in_turn = [e for e in events if e.turn_id == turn_id]
     last = max(
         (i for i, e in enumerate(in_turn) if isinstance(e, AssistantMessageEvent)), default=-1
@@ -146,7 +150,9 @@ def unlogged_message(events: Sequence[Event], turn_id: str | None) -> AssistantM
             texts.setdefault((event.message_id, event.kind, event.index), []).append(event.delta)
         elif isinstance(event, ToolCallEvent) and event.call_id not in asked:
             calls.setdefault(event.call_id, event)
-    provenance = _provenance(events)
+    provenance = None
+    if header is not None and header.provider and header.api:
+        provenance = Provenance(provider=header.provider, api=header.api, model=header.model)
     content: list[AssistantPart] = []
     summaries: dict[str | None, list[str]] = {}
     for (message_id, kind, _), deltas in texts.items():
@@ -188,15 +194,6 @@ def unlogged_message(events: Sequence[Event], turn_id: str | None) -> AssistantM
     )
 
 
-def _provenance(events: Sequence[Event]) -> Provenance | None:
-    """Who was answering: the provider, API and model of the settings in force (the
-    last ``request/header`` that names them), as the adapter would have said."""
-    for event in reversed(events):
-        if isinstance(event, RequestHeaderEvent) and event.provider and event.api:
-            return Provenance(provider=event.provider, api=event.api, model=event.model)
-    return None
-
-
 _STREAMED_PARTS = ("text", "thinking", "summary")
 """The chunk kinds a message is rebuilt from (a call's arguments come whole, with its
 ``tool/call``; a signature alone is no part)."""
@@ -216,7 +213,7 @@ def repair_log(log: SessionLog, *, reason: str | None = None) -> list[Event]:
     last_seq = log.next_seq - 1
     appended: list[Event] = []
     for turn_id in work.turns:
-        message = unlogged_message(log.events(), turn_id)
+        message = unlogged_message(log.events(), turn_id, log.current_header())
         if message is not None:
             appended.append(log.append(message))
     for turn_id, step in reversed(work.steps):

@@ -890,10 +890,10 @@ def _import_claude_turns(log: SessionLog, run_log: _RunLog, transcript: Path) ->
     transcript: so the history holds what Claude Code will send.
 
     Only turns after one the log has count (one holding a message or result of the
-    log's, by native id): a session the log has run no turn of (one a hand-off wrote
-    from this log's history) holds nothing the log lacks. And only turns begun after
-    the log's last event: one of the log's own runs cut before any reply (a timeout)
-    left its prompt in the transcript with no id the log knows. Each turn is logged as
+    log's, by native id), and only turns begun after the log's last event: one of the
+    log's own runs cut before any reply (a timeout) left its prompt in the transcript
+    with no id the log knows, and a transcript a hand-off wrote from the log is stamped
+    before its ``runtime/switch`` (:mod:`universal_event.handoff`). Each turn is logged as
     the transcript has it (lifecycle, messages, results). When one of them takes another
     branch or compacts, the transcript's import replaces a range of what it showed
     before, which the log holds as other events: the log's whole surface is then
@@ -928,8 +928,13 @@ def import_claude_turns(log: SessionLog, transcript: Path) -> list[Event]:
     transcript taken off the surface, then the turns that ran outside the log. The
     events logged (none when the log has no turn of the session). A
     ``claude_agent_sdk`` user calls it before logging the prompt of a resumed turn."""
+    return _logged_by(log, lambda run_log: _import_claude_turns(log, run_log, transcript))
+
+
+def _logged_by(log: SessionLog, fill: Callable[[_RunLog], None]) -> list[Event]:
+    """The events ``fill`` logs through a run log of ``log`` (no run, no listener)."""
     logged: list[Event] = []
-    _import_claude_turns(log, _RunLog(log, logged, None), transcript)
+    fill(_RunLog(log, logged, None))
     return logged
 
 
@@ -1527,9 +1532,7 @@ def import_codex_turns(log: SessionLog, codex_home: Path, thread_id: str) -> lis
     it, and an ``aborted`` result for each call left without one), then the turns that
     ran outside the log. The events logged (none when the log has no turn of the
     thread). :func:`adapters.codex.tap` calls it when a turn starts."""
-    logged: list[Event] = []
-    _import_codex_turns(log, _RunLog(log, logged, None), codex_home, thread_id)
-    return logged
+    return _logged_by(log, lambda run_log: _import_codex_turns(log, run_log, codex_home, thread_id))
 
 
 def reconcile_codex_turn(

@@ -318,16 +318,20 @@ class AnthropicAdapter(Adapter):
         without ``message_stop`` and not closed) ends ``partial`` with its turn
         ``interrupted``, as :meth:`close` ends it — not ``completed``.
         """
-        finish_open_taps(self)
         parts: list[UserPart] = [TextPart(text=content)] if isinstance(content, str) else content
-        out: list[Event] = []
-        if self._message is not None or self._mode is not None:
-            out.extend(self.close())
+        out = self._end_open_stream()
         if self._turn_open:
             self._end_turn(out, "completed", None)
         self._start_turn(out)
         out.append(self.make(UserMessageEvent, content=parts))
         return out
+
+    def _end_open_stream(self) -> list[Event]:
+        """Before the caller's own input: a tap of this adapter the caller stopped
+        reading is finished, and a message still open here ends as :meth:`close` ends
+        it (partial, turn ``interrupted``); the events that ends it with."""
+        finish_open_taps(self)
+        return self.close() if self._message is not None or self._mode is not None else []
 
     def hands_over_call(self, native: Any) -> bool:
         """Whether ``native`` hands the caller a whole tool call before its message is
@@ -351,11 +355,8 @@ class AnthropicAdapter(Adapter):
         completed the call, to run the tool) ends first: its message, with the call, is
         logged before the result, which would otherwise answer no call yet.
         """
-        finish_open_taps(self)
         parts: list[ResultPart] = [TextPart(text=content)] if isinstance(content, str) else content
-        out: list[Event] = []
-        if self._message is not None or self._mode is not None:
-            out.extend(self.close())
+        out = self._end_open_stream()
         out.append(
             self.make(ToolResultEvent, call_id=call_id, name=name, content=parts, is_error=is_error)
         )
