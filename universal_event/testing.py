@@ -339,6 +339,30 @@ def check_batch_validation(make_store: StoreFactory, reopen: Reopen | None) -> N
         assert _read_all(store, session) == []
 
 
+def check_unstorable_session_id(make_store: StoreFactory, reopen: Reopen | None) -> None:
+    """A session id that is not valid Unicode (a lone surrogate) is refused with a
+    ValueError naming it, on append and as a fork's source or child; nothing is stored."""
+    with _closing(make_store()) as store:
+        bad = _new_session_id("surrogate") + "\udc80"
+        events = sample_events(bad, 0, 2)
+        good = _new_session_id("kept")
+        store.append(good, sample_events(good, 0, 2), expected_seq=0)
+        attempts: list[tuple[str, Callable[[], object]]] = [
+            ("append", lambda: store.append(bad, events, expected_seq=0)),
+            ("fork to it", lambda: store.fork(good, bad, upto_seq=1)),
+            ("fork from it", lambda: store.fork(bad, _new_session_id("child"), upto_seq=0)),
+        ]
+        for what, attempt in attempts:
+            try:
+                attempt()
+            except ValueError as exc:
+                assert repr(bad)[:40] in str(exc), f"{what}: the error does not name the id: {exc}"
+            else:
+                raise AssertionError(f"{what}: an id that is not valid Unicode was accepted")
+        assert all(info.session_id != bad for info in store.list_sessions())
+        _assert_same(_read_all(store, good), sample_events(good, 0, 2))
+
+
 def check_empty_batch(make_store: StoreFactory, reopen: Reopen | None) -> None:
     """An empty batch at the right seq is a no-op; at a wrong seq it conflicts."""
     with _closing(make_store()) as store:
@@ -668,6 +692,7 @@ CHECKS: dict[str, Check] = {
     "conflicts": check_conflicts,
     "conflict_on_new_session": check_conflict_on_new_session,
     "batch_validation": check_batch_validation,
+    "unstorable_session_id": check_unstorable_session_id,
     "empty_batch": check_empty_batch,
     "sessions_isolated": check_sessions_isolated,
     "session_metadata": check_session_metadata,

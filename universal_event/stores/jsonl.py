@@ -322,7 +322,7 @@ class JsonlStore(TailByPolling, FileLiveLocks):
         Each line is copied as it is but for the session id in it (see
         :func:`_copy_lines`).
         """
-        check_fork_point(source_id, upto_seq)
+        check_fork_point(source_id, new_id, upto_seq)
         try:
             handle = open(self._path(source_id), "rb")
         except FileNotFoundError:

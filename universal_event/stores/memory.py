@@ -66,7 +66,7 @@ class MemoryStore:
         """Copy the events as they were appended, but for the session id: they are never
         encoded and decoded here, so whatever they hold (a newer producer's fields and
         types included) reaches the child as it is."""
-        check_fork_point(source_id, upto_seq)
+        check_fork_point(source_id, new_id, upto_seq)
         with self._changed:
             if source_id not in self._events:
                 raise SessionNotFoundError(source_id)

@@ -73,11 +73,13 @@ from universal_event.stores._base import (
     check_batch,
     check_fork_point,
     check_read_end,
+    check_session_id,
     decode_batches,
     decode_rows,
     event_type,
     runtime_of,
     session_info_of,
+    shown_id,
     unstorable,
 )
 
@@ -195,31 +197,17 @@ def _check_id(session_id: str) -> None:
     holds no NUL character, and the id must be encodable as UTF-8."""
     if "\0" in session_id:
         raise ValueError(
-            f"session id {_shown(session_id)} contains a NUL character, "
+            f"session id {shown_id(session_id)} contains a NUL character, "
             "which PostgreSQL text cannot hold"
         )
-    if not session_id.isascii():
-        try:
-            session_id.encode()
-        except UnicodeEncodeError:
-            raise ValueError(
-                f"session id {_shown(session_id)} is not valid Unicode "
-                "(a lone surrogate); it cannot be stored as UTF-8"
-            ) from None
-
-
-def _shown(session_id: str) -> str:
-    """An id for a message: its repr, cut short when long."""
-    if len(session_id) <= 80:
-        return repr(session_id)
-    return f"{session_id[:60]!r}... ({len(session_id.encode(errors='replace'))} bytes)"
+    check_session_id(session_id)
 
 
 def _too_long(session_id: str, exc: psycopg.Error) -> ValueError:
     """The ValueError for an id over the primary key index's limit (about 2700 bytes
     once compressed)."""
     return ValueError(
-        f"session id {_shown(session_id)} is too long for the PostgreSQL store's index: "
+        f"session id {shown_id(session_id)} is too long for the PostgreSQL store's index: "
         f"{exc.diag.message_primary or _reason(exc)}"
     )
 
@@ -612,7 +600,7 @@ class PostgresStore:
         delete of the source waits for the fork, appends to it do not), the child's row
         is made and the source's rows ``0..last`` are copied, ``last`` being the lower
         of ``upto_seq`` and the source's last seq, and the child's ``fork_seq``."""
-        check_fork_point(source_id, upto_seq)
+        check_fork_point(source_id, new_id, upto_seq)
         _check_id(source_id)
         _check_id(new_id)
         with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:

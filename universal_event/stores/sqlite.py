@@ -60,6 +60,7 @@ from universal_event.stores._base import (
     TailByPolling,
     check_fork_point,
     check_read_end,
+    check_session_id,
     decode_fetched,
     decode_page,
     encode_row_values,
@@ -351,7 +352,7 @@ class SqliteStore(TailByPolling, FileLiveLocks):
         source deleted (or appended to) by another process is seen whole or not at all,
         and the child's count is the rows actually copied. Each row is copied as stored
         but for the session id in it (:class:`~universal_event.stores._base.Rehoming`)."""
-        check_fork_point(source_id, upto_seq)
+        check_fork_point(source_id, new_id, upto_seq)
         with self._lock, self._write_transaction():
             source = self._session_row(source_id)
             if source is None:
@@ -425,6 +426,7 @@ class SqliteStore(TailByPolling, FileLiveLocks):
         return rows
 
     def delete(self, session_id: str) -> None:
+        check_session_id(session_id)
         with self._lock, self._write_transaction():
             self._conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
             self._conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
@@ -435,6 +437,7 @@ class SqliteStore(TailByPolling, FileLiveLocks):
         """Stream in pages of up to :data:`DECODE_BATCH` rows and :data:`PAGE_BYTES`;
         no lock is held between pages. Lazy: nothing is read before the first event
         is asked for."""
+        check_session_id(session_id)
         bound = NO_END if end is None else end
         return chain.from_iterable(self._batches(session_id, max(start, 0), bound))
 
@@ -542,6 +545,7 @@ class SqliteStore(TailByPolling, FileLiveLocks):
         return rows
 
     def latest_seq(self, session_id: str) -> int:
+        check_session_id(session_id)
         with self._lock:
             return self._event_count(session_id) - 1
 
@@ -554,6 +558,7 @@ class SqliteStore(TailByPolling, FileLiveLocks):
         return [session_info_of(row) for row in rows]
 
     def session_info(self, session_id: str) -> SessionInfo:
+        check_session_id(session_id)
         with self._lock:
             info = self._session_row(session_id)
         if info is None:
