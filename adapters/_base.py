@@ -155,6 +155,16 @@ class Adapter(ABC):
         recorded files (a Codex rollout, a Claude Code transcript) carry a timestamp, and
         the events made from an imported session keep it as their ``ts`` (else: now)."""
 
+    def _line_time(self, timestamp: Any) -> None:
+        """The time of the recorded line being read (its ``timestamp``). A line without
+        one (a transcript's ``last-prompt``, ``atis-latch``) keeps the time of the line
+        before it, as do the events ``close()`` makes at the file's end (the last message
+        is logged only there): stamping them with the time of the import put a gap of
+        the file's age inside a recorded session (``replay --paced`` waited it out)."""
+        moment = native_time(timestamp)
+        if moment is not None:
+            self._native_time = moment
+
     @abstractmethod
     def feed(self, native: Any) -> list[Event]:
         """Normalise one native item into the events it completes."""

@@ -82,7 +82,6 @@ from adapters._base import (
     MALFORMED,
     Adapter,
     int_or_none,
-    native_time,
     new_id,
     str_or_none,
     text_value,
@@ -818,7 +817,7 @@ class ClaudeTranscriptAdapter(ClaudeCodeAdapter):
         return out
 
     def _line(self, line: Mapping[str, Any], out: list[Event]) -> None:
-        self._native_time = native_time(line.get("timestamp"))
+        self._line_time(line.get("timestamp"))
         native_session = line.get("sessionId")
         if isinstance(native_session, str) and native_session not in self._native_sessions:
             self._native_sessions.add(native_session)

@@ -49,7 +49,7 @@ from typing import Any, TypeGuard
 
 import msgspec
 
-from adapters._base import int_or_none, native_time, str_or_none
+from adapters._base import int_or_none, str_or_none
 from adapters.codex._core import (
     CODEX_REQUEST_SETTINGS,
     CodexCore,
@@ -208,7 +208,7 @@ class CodexRolloutAdapter(CodexCore):
                 self._shown.append(event.id)
 
     def _line_events(self, line: Mapping[str, Any], out: list[Event]) -> None:
-        self._native_time = native_time(line.get("timestamp"))
+        self._line_time(line.get("timestamp"))
         kind = line.get("type")
         payload = line.get("payload")
         if not isinstance(payload, Mapping):

@@ -328,6 +328,26 @@ def test_transcript_events_keep_the_time_of_their_line() -> None:
     assert closing and all(event.ts in moments for event in closing)
 
 
+@pytest.mark.parametrize(
+    "transcript",
+    sorted((CAPTURED / "cli").glob("*/session_transcript.jsonl")),
+    ids=lambda path: path.parent.name,
+)
+def test_transcript_lines_without_a_time_keep_the_last_one(transcript: Path) -> None:
+    """Claude Code ends a transcript with lines that carry no timestamp (``last-prompt``,
+    ``atis-latch``), and its last message is logged only by ``close()``: those events
+    take the time of the last line that had one, not the import's (a recorded session
+    replayed ``--paced`` waited out the file's age)."""
+    stamps = [json.loads(line).get("timestamp") for line in transcript.read_text().splitlines()]
+    moments = [datetime.fromisoformat(s).timestamp() for s in stamps if isinstance(s, str)]
+    assert None in stamps  # the capture has such lines
+    adapter = ClaudeTranscriptAdapter()
+    events = adapter.feed(transcript.read_bytes()) + adapter.close()
+    assert events
+    assert all(min(moments) <= event.ts <= max(moments) for event in events)
+    assert events[-1].ts == max(moments)
+
+
 def test_live_stream_events_are_stamped_on_arrival() -> None:
     before = time.time()
     adapter = ClaudeCodeAdapter()
