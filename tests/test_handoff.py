@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -154,10 +155,12 @@ def test_a_history_that_renders_to_nothing_is_not_handed_over(runtime: Any, tmp_
             codex_home=places.codex_home,
         )
     # continue_session hands over before the CLI starts: the same error, every time
-    runner = make_runner(runtime, "http://127.0.0.1:9", places)
-    for _ in range(2):
-        with pytest.raises(HandoffError, match="empty rendered history"):
-            continue_session(log, runner, "go on")
+    with socket.create_server(("127.0.0.1", 0)) as listening:  # takes connections (preflight)
+        port = listening.getsockname()[1]
+        runner = make_runner(runtime, f"http://127.0.0.1:{port}", places)
+        for _ in range(2):
+            with pytest.raises(HandoffError, match="empty rendered history"):
+                continue_session(log, runner, "go on")
     assert log.events() == before
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]
 

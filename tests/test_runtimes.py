@@ -520,3 +520,70 @@ def test_a_codex_run_against_a_model_server_that_takes_no_connection_fails_at_on
     assert result.status == "failed" and isinstance(result.error, RuntimeStartError)
     assert "takes no connection" in str(result.error) and str(port) in str(result.error)
     assert log.events() == []
+
+
+def test_a_session_is_not_handed_to_a_runner_that_cannot_start(tmp_path: Path) -> None:
+    """A session last driven by Claude Code, continued on Codex with a model server that
+    takes no connection: the run fails at its preflight, and no ``runtime/switch`` (nor
+    a native session) is logged for a runtime that never ran."""
+    import socket
+
+    from tests.e2e._support import need
+    from universal_event.errors import RuntimeStartError
+    from universal_event.events import AssistantMessageEvent, Source, UserMessageEvent
+    from universal_event.handoff import continue_session
+    from universal_event.runtimes import CodexRunner
+
+    need("codex")
+    log = SessionLog()
+    log.extend(
+        [
+            SessionStartEvent(runtime="claude-code", native_session_id="s1"),
+            UserMessageEvent(content=[TextPart(text="hi")], source=Source(runtime="claude-code")),
+            AssistantMessageEvent(
+                content=[TextPart(text="hello")], source=Source(runtime="claude-code")
+            ),
+        ]
+    )
+    before = log.events()
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    runner = CodexRunner(
+        base_url=f"http://127.0.0.1:{port}/v1", codex_home=tmp_path / "h", cwd=tmp_path / "w"
+    )
+    result = continue_session(log, runner, "and now?")
+    assert result.status == "failed" and isinstance(result.error, RuntimeStartError)
+    assert log.events() == before
+    assert not (tmp_path / "h" / "sessions").exists()
+
+
+@pytest.mark.parametrize("runtime", ["claude-code", "codex"])
+def test_a_runtime_without_its_sdk_is_not_available(
+    runtime: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI is there but not the SDK the runner drives it through (a ``codex`` on
+    PATH without ``openai_codex``): not available, and a run says which package is
+    missing instead of failing with an ImportError."""
+    from tests.e2e._support import need
+    from universal_event import runtimes
+    from universal_event.errors import RuntimeNotFoundError
+
+    need(runtime)
+    assert runtimes.runtime_available(runtime)
+    monkeypatch.setitem(runtimes._SDK_MODULES, runtime, "universal_event_no_such_sdk")
+    assert not runtimes.runtime_available(runtime)
+    runner: Any
+    if runtime == "codex":
+        runner = runtimes.CodexRunner(
+            base_url="http://127.0.0.1:9/v1", codex_home=tmp_path / "h", cwd=tmp_path / "w"
+        )
+    else:
+        runner = runtimes.ClaudeCodeRunner(
+            base_url="http://127.0.0.1:9", home=tmp_path / "h", cwd=tmp_path / "w"
+        )
+    log = SessionLog()
+    result = runner.run(log, "hello")
+    assert result.status == "failed" and isinstance(result.error, RuntimeNotFoundError)
+    assert "universal_event_no_such_sdk package is not installed" in str(result.error)
+    assert log.events() == []

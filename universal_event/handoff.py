@@ -582,6 +582,10 @@ def prepare(log: SessionLog, runner: Any) -> tuple[str | None, HandoffResult | N
     written from the log); a new session starts fresh. A forked session whose native
     session is its parent's (named before the fork point) is handed over too, to a
     native session of its own: resuming the parent's would share it both ways.
+
+    A runner whose turn could not start (its ``preflight()`` finds the CLI missing, the
+    model server unreachable) hands nothing over: its run fails the same way, and the
+    log is left as it was.
     """
     from universal_event.runtimes import current_native_session
 
@@ -590,6 +594,9 @@ def prepare(log: SessionLog, runner: Any) -> tuple[str | None, HandoffResult | N
     previous = last_runtime(events)
     if previous is None or not log.derive_messages():
         return None, None
+    preflight = getattr(runner, "preflight", None)
+    if preflight is not None and preflight() is not None:
+        return None, None  # its run reports why
     reason = "handoff"
     if previous == runtime:
         fork_point = _fork_point(log)

@@ -33,6 +33,7 @@ process: a runtime crash).
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
 import re
@@ -54,6 +55,7 @@ import msgspec
 from universal_event.derive import EventT, is_surface_event
 from universal_event.errors import (
     RuntimeNotFoundError,
+    RuntimeRunError,
     RuntimeStartError,
     RuntimeTimeoutError,
 )
@@ -236,6 +238,29 @@ def _installed_binary(runtime: str) -> Path | None:
 
 def _runnable(binary: Path | None) -> bool:
     return binary is not None and binary.is_file() and os.access(binary, os.X_OK)
+
+
+_SDK_MODULES = {"claude-code": "claude_agent_sdk", "codex": "openai_codex"}
+"""The SDK each runner drives its CLI through (in the same extra as the CLI)."""
+
+
+def _sdk_installed(runtime: str) -> bool:
+    return importlib.util.find_spec(_SDK_MODULES[runtime]) is not None
+
+
+def _missing(runtime: str, given: Path | None) -> RuntimeNotFoundError | None:
+    """Why a runner of ``runtime`` cannot start: its CLI binary or its SDK is not
+    installed (a ``codex`` on PATH without ``openai_codex`` failed with an ImportError)."""
+    try:
+        _runtime_binary(runtime, given)
+    except RuntimeNotFoundError as exc:
+        return exc
+    if not _sdk_installed(runtime):
+        return RuntimeNotFoundError(
+            f"{runtime}: the {_SDK_MODULES[runtime]} package is not installed "
+            f"(pip install 'universal-event[{_cli_name(runtime)}]')"
+        )
+    return None
 
 
 def _runtime_binary(runtime: str, given: Path | None) -> Path:
@@ -740,6 +765,12 @@ class ClaudeCodeRunner:
 
     runtime = "claude-code"
 
+    def preflight(self) -> RuntimeRunError | None:
+        """What stops a turn before it starts, found without starting one: the CLI or
+        the SDK not installed. :func:`~universal_event.handoff.prepare` asks before it
+        hands a session over, so a run that cannot start leaves the log as it was."""
+        return _missing(self.runtime, self.cli_path)
+
     def transcript_path(self, native_session_id: str) -> Path:
         """Where Claude Code keeps the transcript of session ``native_session_id``."""
         return claude_project_dir(self.home, self.cwd) / f"{native_session_id}.jsonl"
@@ -772,12 +803,17 @@ class ClaudeCodeRunner:
         cannot resume ``resume``, leaves nothing of it: ``status`` ``failed``, ``error``
         a :class:`RuntimeStartError`).
         """
+        result = RunResult(native_session_id=resume)
+        problem = self.preflight()
+        if problem is not None:
+            result.error, result.status = problem, "failed"
+            return result
+
         from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
 
         from adapters._tap import atap
         from adapters.claude_sdk import ClaudeCodeAdapter
 
-        result = RunResult(native_session_id=resume)
         env = self.env()
         try:
             launcher = _launcher(
@@ -1144,6 +1180,19 @@ class CodexRunner:
 
     runtime = "codex"
 
+    def preflight(self) -> RuntimeRunError | None:
+        """What stops a turn before it starts, found without starting one: the CLI or
+        the SDK not installed, a model server that takes no connection (Codex waits for
+        the network again and again on a refused one, its retry settings do not bound
+        that: the run would end only at the timeout). :func:`~universal_event.handoff.
+        prepare` asks before it hands a session over, so a run that cannot start leaves
+        the log as it was."""
+        missing = _missing(self.runtime, self.cli_path)
+        if missing is not None:
+            return missing
+        unreachable = _unreachable(self.base_url)
+        return None if unreachable is None else RuntimeStartError(f"{self.runtime}: {unreachable}")
+
     def write_config(self) -> Path:
         self.codex_home.mkdir(parents=True, exist_ok=True)
         path = self.codex_home / "config.toml"
@@ -1184,13 +1233,18 @@ class CodexRunner:
         the compaction as a turn of its own; the history after it is the rollout's
         replacement history (:func:`reconcile_codex_turn`).
         """
+        result = RunResult(native_session_id=resume)
+        problem = self.preflight()
+        if problem is not None:
+            result.error, result.status = problem, "failed"
+            return result
+
         from openai_codex import Codex, CodexConfig
         from openai_codex.api import Thread
         from openai_codex.errors import CodexError
 
         from adapters.codex import CodexAdapter
 
-        result = RunResult(native_session_id=resume)
         env = self.env()
         try:
             launcher = _launcher(
@@ -1198,13 +1252,6 @@ class CodexRunner:
             )
         except RuntimeNotFoundError as exc:
             result.error, result.status = exc, "failed"
-            return result
-        unreachable = _unreachable(self.base_url)
-        if unreachable is not None:
-            # Codex waits for the network again and again on a refused connection (its
-            # retry settings do not bound that): the run would end only at the timeout.
-            result.error = RuntimeStartError(f"{self.runtime}: {unreachable}")
-            result.status = "failed"
             return result
         self.cwd.mkdir(parents=True, exist_ok=True)
         self.write_config()
@@ -1833,8 +1880,8 @@ def bundled_claude() -> Path | None:
 
 def runtime_available(runtime: str) -> bool:
     """Whether the runtime's CLI is installed (the ``claude``/``codex`` extras, or the
-    ``claude``/``codex`` command on PATH): what a runner would launch."""
-    return _runnable(_installed_binary(runtime))
+    ``claude``/``codex`` command on PATH) with the SDK a runner drives it through."""
+    return _runnable(_installed_binary(runtime)) and _sdk_installed(runtime)
 
 
 # ---------------------------------------------------------------- the unified timeline
