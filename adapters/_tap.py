@@ -394,9 +394,17 @@ def tap(stream: Iterable[T], adapter: FeedsEvents, log: EventLog) -> Tap[T]:
 
 
 def _refuse_a_response(stream: object) -> None:
-    """TypeError for a non-streamed response (an SDK's pydantic ``Message``,
-    ``ChatCompletion``, ``Response``): iterating one yields its ``(field, value)`` pairs,
-    each kept as an unknown native item and the reply itself lost. It is fed whole."""
+    """TypeError for one str or bytes (not a stream of them), or for a non-streamed
+    response (an SDK's pydantic ``Message``, ``ChatCompletion``, ``Response``): iterating
+    one yields its ``(field, value)`` pairs, each kept as an unknown native item and the
+    reply itself lost. Either is fed whole."""
+    if isinstance(stream, (str, bytes, bytearray, memoryview)):
+        # Iterated, one is characters or ints: each kept as an unknown item. An SDK gives
+        # a str where a call that was not asked to stream was answered with SSE.
+        raise TypeError(
+            f"tap() got one {type(stream).__name__}, not a stream of items: feed it whole "
+            "with log.extend(adapter.feed(data)), or tap an iterable of its chunks"
+        )
     if hasattr(stream, "model_dump") and hasattr(type(stream), "model_fields"):
         raise TypeError(
             f"tap() got a {type(stream).__name__}, a whole response, not a stream: "

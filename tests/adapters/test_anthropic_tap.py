@@ -187,6 +187,10 @@ def test_a_whole_response_given_to_tap_is_refused_naming_the_way() -> None:
     response = openai.types.responses.Response.model_construct(id="r", output=[])
     with pytest.raises(TypeError, match="log.extend"):
         responses_atap(response, log)  # type: ignore[arg-type]
+    sse = b"event: message_start\ndata: {}\n\n"
+    for data in (sse, sse.decode(), bytearray(sse)):
+        with pytest.raises(TypeError, match=f"one {type(data).__name__}, not a stream"):
+            tap(data, log)  # type: ignore[arg-type]
     assert log.events() == []
     adapter = AnthropicAdapter(session_id=log.session_id)
     log.extend(adapter.feed(message))
