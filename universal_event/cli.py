@@ -740,7 +740,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--tokens-file",
         default=None,
-        help="lines `TOKEN SESSION read,write` (default: $UNIVERSAL_EVENT_TOKENS)",
+        help="a file of lines `TOKEN SESSION read,write` (without it: the lines "
+        "themselves in $UNIVERSAL_EVENT_TOKENS)",
     )
     return parser
 

@@ -135,7 +135,8 @@ def _reconciling(log: EventLog, codex_home: Path | None, thread_id: str | None) 
 
 class _TurnsReconciled:
     """A :class:`SessionLog` that logs what the thread's rollout has and the log lacks
-    before the first turn starts, and reconciles each turn with the rollout once the
+    when a turn starts (before it: turns run elsewhere since, a cut turn as Codex kept
+    it), and reconciles each turn with the rollout once the
     turn's end is logged (the rollout is read again, briefly, until it holds that end)."""
 
     def __init__(self, log: SessionLog, codex_home: Path, thread_id: str) -> None:
@@ -143,15 +144,12 @@ class _TurnsReconciled:
         self.session_id = log.session_id
         self._codex_home = codex_home
         self._thread_id = thread_id
-        self._imported = False
-        """Whether the turn's start was preceded by :func:`import_codex_turns`."""
 
     def extend(self, events: Iterable[EventBase]) -> Sequence[EventBase]:
         events = list(events)
         start = next((i for i, e in enumerate(events) if isinstance(e, TurnStartEvent)), None)
         logged: list[Event] = []
-        if start is not None and not self._imported:
-            self._imported = False
+        if start is not None:
             logged += self.log.extend(events[:start])
             logged += import_codex_turns(self.log, self._codex_home, self._thread_id)
             events = events[start:]

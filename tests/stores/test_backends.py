@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from universal_event.errors import StoreError, StoreNotFoundError
+from universal_event.errors import StoreError, StoreNotFoundError, StoreURLError
 from universal_event.stores import MemoryStore, open_store
 from universal_event.stores.jsonl import JsonlStore
 from universal_event.stores.sqlite import SqliteStore
@@ -25,6 +25,9 @@ def test_open_store_urls(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     assert isinstance(open_store("memory:"), MemoryStore)
+    assert isinstance(MemoryStore.from_url("memory:"), MemoryStore)  # as every backend
+    with pytest.raises(StoreURLError, match="no path"):
+        MemoryStore.from_url("memory:///x")
     jsonl = open_store(f"jsonl://{tmp_path}/j")
     assert isinstance(jsonl, JsonlStore) and jsonl.directory == tmp_path / "j"
     relative = open_store("sqlite:///./rel/x.db")

@@ -39,7 +39,7 @@ def open_store(url: str, *, must_exist: bool = False, **options: Any) -> Store:
     scheme = scheme.lower()  # URL schemes are case-insensitive (RFC 3986, 3.1)
     url = scheme + colon + rest
     if url in ("memory:", "memory://"):
-        return MemoryStore()
+        return MemoryStore.from_url(url)
     if scheme not in _BACKENDS:
         raise StoreURLError(
             f"unknown store URL {url!r}: expected memory:, jsonl:///dir, "

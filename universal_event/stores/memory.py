@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 
 import msgspec
 
-from universal_event.errors import ConflictError, SessionNotFoundError
+from universal_event.errors import ConflictError, SessionNotFoundError, StoreURLError
 from universal_event.events import Event, EventBase
 from universal_event.stores._base import SessionInfo, check_batch, check_fork_point
 
@@ -22,6 +22,13 @@ class MemoryStore:
         self._events: dict[str, list[Event]] = {}
         self._info: dict[str, SessionInfo] = {}
         self._changed = threading.Condition()
+
+    @classmethod
+    def from_url(cls, url: str) -> MemoryStore:
+        """``memory:`` (or ``memory://``): a new, empty store, gone when dropped."""
+        if url.lower() not in ("memory:", "memory://"):
+            raise StoreURLError(f"memory store URL {url!r}: a memory store is memory:, no path")
+        return cls()
 
     def append(self, session_id: str, events: Sequence[EventBase], *, expected_seq: int) -> None:
         check_batch(session_id, events, expected_seq)
