@@ -55,7 +55,7 @@ import hashlib
 import json
 import re
 import string
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
@@ -2164,16 +2164,20 @@ def request_body(
 ) -> dict[str, Any]:
     """``create()`` kwargs as the JSON body: ``extra_body`` merged in.
 
-    A body whose history is under the other APIs' key (``messages`` for Responses,
-    ``input`` for Chat and Anthropic) is a request of another API, read with the wrong
-    parser: refused, or its history would pass for a setting and be lost.
+    Refused (:class:`DecodeError`), where its history would pass for a setting and be
+    lost: a body whose history is under the other APIs' key (``messages`` for Responses,
+    ``input`` for Chat and Anthropic), a request of another API read with the wrong
+    parser; a recording of an exchange (the body under one of its keys); a Chat or
+    Messages body without ``messages`` (the APIs require it; Responses does not).
     """
+    from universal_event.errors import DecodeError
+
     body = {**kwargs, **(kwargs.get("extra_body") or {})}
     body.pop("extra_body", None)
+    if history_key in body:
+        return body
     other = "input" if history_key == "messages" else "messages"
-    if history_key not in body and other in body:
-        from universal_event.errors import DecodeError
-
+    if other in body:
         readers = (
             "openai-responses-request"
             if other == "input"
@@ -2182,6 +2186,20 @@ def request_body(
         raise DecodeError(
             f"the body has {other!r} but no {history_key!r}: a request of another API "
             f"(read it as {readers})"
+        )
+    wrapper = next(
+        (key for key, value in body.items() if isinstance(value, Mapping) and history_key in value),
+        None,
+    )
+    if wrapper is not None:
+        raise DecodeError(
+            f"the body has no {history_key!r} but its {wrapper!r} has: a recording of the "
+            f"request, not its body (import the {wrapper!r} object itself)"
+        )
+    if history_key == "messages":
+        raise DecodeError(
+            f"the body has no 'messages': not a request body (its keys: "
+            f"{', '.join(map(repr, list(body)[:12]))})"
         )
     return body
 

@@ -97,6 +97,25 @@ def test_parse_request_refuses_a_setting_of_the_wrong_shape(
     assert f"setting {path[2:]} must be" in str(info.value)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_parse_request_refuses_a_recording_of_the_request(target: str) -> None:
+    """A recorded exchange (the body under ``body``, beside method, path, headers) is
+    not a body: read as one, its keys passed for settings and its history was lost."""
+    recorded = {"method": "POST", "path": "/v1/x", "headers": {}, "body": _body(target, {})}
+    with pytest.raises(DecodeError, match="its 'body' has: a recording of the request"):
+        module(target).parse_request(recorded)
+
+
+@pytest.mark.parametrize("target", ["anthropic", "openai-chat"])
+def test_parse_request_refuses_a_body_without_messages(target: str) -> None:
+    """Chat and Messages requests cannot do without ``messages`` (Responses can go
+    without ``input``: a stored prompt, a conversation)."""
+    with pytest.raises(DecodeError, match="no 'messages': not a request body .*'temperature'"):
+        module(target).parse_request({"model": "m", "temperature": 1})
+    header = module("openai-responses").parse_request({"model": "m", "temperature": 1})[0]
+    assert isinstance(header, RequestHeaderEvent) and header.sampling == {"temperature": 1}
+
+
 @pytest.mark.parametrize(
     ("target", "settings"),
     [
