@@ -48,12 +48,14 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import math
 import os
 import threading
 import time
 import uuid
+from bisect import bisect_right
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -102,6 +104,8 @@ _SAMPLE = 1 << 13
 _MAX_OPEN_FILES = 64
 """Session files kept open between appends; the least recently used is closed first."""
 _MAX_REMEMBERED_PATHS = 4096
+_SKIP_BLOCK = 1 << 18
+"""Bytes read at a time when skipping the lines before a range (see :func:`_skip_lines`)."""
 
 
 class _Header(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -152,6 +156,33 @@ class _Position(msgspec.Struct):
     header: bytes
 
 
+class _Marks:
+    """Where some lines of a session file start, noted while skipping to a range (one
+    per block skipped, every ~256 KiB): a later read skips from the nearest mark before
+    its range, not from the file's start. Without them, paging through a long session
+    after its end had been read (a tail, a live viewer) skipped from line 0 at every
+    page: quadratic (126 s for a million events in pages of 1000).
+
+    ``points`` is ``(seq, offset)`` (line ``seq`` starts at byte ``offset``), ascending;
+    a list of tuples, so a reader in another thread never sees half a point."""
+
+    __slots__ = ("inode", "header", "points")
+
+    def __init__(self, inode: int, header: bytes) -> None:
+        self.inode = inode
+        self.header = header
+        self.points: list[tuple[int, int]] = []
+
+    def note(self, seq: int, offset: int) -> None:
+        if not self.points or seq > self.points[-1][0]:
+            self.points.append((seq, offset))
+
+    def at_or_before(self, seq: int) -> tuple[int, int] | None:
+        """The last noted line at or before ``seq``."""
+        index = bisect_right(self.points, (seq, math.inf)) - 1
+        return self.points[index] if index >= 0 else None
+
+
 class _Held:
     """A session file kept open for appending, and what this store knows of it."""
 
@@ -192,6 +223,7 @@ class JsonlStore(TailByPolling, FileLiveLocks):
         self._lock = threading.RLock()
         self._appended = AppendSignal()
         self._positions: dict[str, _Position] = {}
+        self._marks: dict[str, _Marks] = {}
         self._paths: dict[str, Path] = {}
         self._open_files: dict[str, _Held] = {}
         """Session → its file, unlocked between appends (insertion = LRU order)."""
@@ -411,6 +443,7 @@ class JsonlStore(TailByPolling, FileLiveLocks):
                     _check_own_file(session_id, fd, _last_newline_end(fd, stat.st_size))
                 path.unlink()
                 self._positions.pop(session_id, None)
+                self._marks.pop(session_id, None)
                 self._runtimes.pop(session_id, None)
             finally:
                 os.close(fd)
@@ -440,12 +473,13 @@ class JsonlStore(TailByPolling, FileLiveLocks):
             return
         seq, header = found
         offset = handle.tell()
-        while seq < start:  # lines before the range: skipped, not decoded
-            line = handle.readline()
-            if not line.endswith(b"\n"):
+        if seq < start:  # lines before the range: skipped, not decoded
+            marks = self._marks_of(session_id, inode, header)
+            skipped = _skip_lines(handle.fileno(), seq, start, offset, marks.note)
+            if skipped is None:
                 return
-            offset += len(line)
-            seq += 1
+            seq, offset = start, skipped
+            handle.seek(offset)
         for group in _line_groups(handle) if end is None or seq < end else ():
             count, events = _decode_run(session_id, seq, group, end)
             yield events
@@ -469,23 +503,43 @@ class JsonlStore(TailByPolling, FileLiveLocks):
         """Position ``handle`` (whose file's ``stat`` was just taken) at the first line to
         read; return that line's seq and the file's header line.
 
-        Uses the last known position when it is at or before ``start`` (tailing and
-        re-reading the end of a long session stay cheap) and the file is the one it was
-        taken in: same inode and same header line (a session deleted and created again
-        may get the inode back, never the header); otherwise checks the header and
-        starts at seq 0. ``None``: the file holds no complete header yet.
+        Starts at the nearest known line at or before ``start``: the last known position
+        (tailing and re-reading the end of a long session stay cheap) or a mark
+        (:class:`_Marks`), taken in this file: same inode and same header line (a session
+        deleted and created again may get the inode back, never the header). Otherwise
+        checks the header and starts at seq 0. ``None``: the file holds no complete
+        header yet.
         """
         with self._lock:
             known = self._positions.get(session_id)
-        if known is not None and known.inode == stat.st_ino and known.seq < start:
-            fd = handle.fileno()
-            if known.offset <= stat.st_size and (
-                os.pread(fd, len(known.header), 0) == known.header
+            marks = self._marks.get(session_id)
+        starts: list[tuple[int, int, int, bytes]] = []
+        if known is not None and known.seq < start:
+            starts.append((known.seq + 1, known.offset, known.inode, known.header))
+        mark = None if marks is None else marks.at_or_before(start)
+        if marks is not None and mark is not None:
+            starts.append((*mark, marks.inode, marks.header))
+        fd = handle.fileno()
+        for seq, offset, inode, header in sorted(starts, reverse=True):
+            if (
+                inode == stat.st_ino
+                and offset <= stat.st_size
+                and os.pread(fd, len(header), 0) == header
             ):
-                handle.seek(known.offset)
-                return known.seq + 1, known.header
+                handle.seek(offset)
+                return seq, header
         found = _read_header(session_id, handle)
         return None if found is None else (0, found[1])
+
+    def _marks_of(self, session_id: str, inode: int, header: bytes) -> _Marks:
+        """The session file's marks (new ones when the file is another)."""
+        with self._lock:
+            marks = self._marks.get(session_id)
+            if marks is None or (marks.inode, marks.header) != (inode, header):
+                if len(self._marks) >= _MAX_REMEMBERED_PATHS:
+                    self._marks.clear()
+                marks = self._marks[session_id] = _Marks(inode, header)
+            return marks
 
     def latest_seq(self, session_id: str) -> int:
         try:
@@ -869,6 +923,36 @@ def _copy_lines(source_id: str, new_id: str, handle: Any, out: Any, stop: int) -
 def _decode_lines(session_id: str, first_seq: int, lines: list[bytes]) -> Iterator[Event]:
     for index, line in enumerate(lines):
         yield decode_stored(session_id, first_seq + index, line)
+
+
+def _skip_lines(
+    fd: int, seq: int, start: int, offset: int, note: Callable[[int, int], None]
+) -> int | None:
+    """The offset of line ``start``, from line ``seq`` at byte ``offset``; None when the
+    file ends before it (no complete line ``start - 1`` yet).
+
+    Newlines are counted a block at a time (in C: a ``readline`` per line took 0.3 s
+    to skip a million lines); ``note(seq, offset)`` is told where the line after each
+    whole block skipped starts.
+    """
+    read_at = offset
+    while True:
+        block = os.pread(fd, _SKIP_BLOCK, read_at)
+        newlines = block.count(b"\n")
+        wanted = start - seq
+        if newlines >= wanted:
+            end = -1
+            for _ in range(wanted):
+                end = block.index(b"\n", end + 1)
+            return read_at + end + 1
+        if len(block) < _SKIP_BLOCK:
+            return None
+        if newlines:
+            seq += newlines
+            read_at += block.rindex(b"\n") + 1
+            note(seq, read_at)
+        else:  # inside a line longer than a block
+            read_at += len(block)
 
 
 def _write_all(fd: int, data: bytes) -> None:
