@@ -163,6 +163,31 @@ def test_a_reused_key_is_recognised_by_another_process_from_the_stored_ids(
     assert (retry.appended, retry.duplicates) == ([], 1)
 
 
+def test_writers_let_go_of_sessions_written_least_recently_and_stay_idempotent(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long-running server held the ids of every session it had ever written to: past
+    the bounds, the least recently written are let go, and read again from the store
+    at their next append (a retry there still adds nothing)."""
+    from tests.transport._support import user_events
+    from universal_event.server import _writer
+    from universal_event.server._writer import SessionWriters
+
+    monkeypatch.setattr(_writer, "MAX_HELD_IDS", 25)
+    monkeypatch.setattr(_writer, "_BOUNDS_CHECKED_EVERY", 1)
+    writers = SessionWriters(store)
+    for index in range(10):
+        assert len(writers.append(f"s{index}", user_events(10, prefix=f"s{index}")).appended) == 10
+        assert sum(len(state.ids) for state in writers._states.values()) <= 25 + 10
+    assert "s0" not in writers._states and "s9" in writers._states
+    retry = writers.append("s0", user_events(12, prefix="s0"))
+    assert (len(retry.appended), retry.duplicates) == (2, 10)
+    assert [e.seq for e in retry.appended] == [10, 11]
+    monkeypatch.setattr(_writer, "MAX_HELD_SESSIONS", 3)
+    writers.append("s5", user_events(1, prefix="s5"))
+    assert len(writers._states) <= 3 and "s5" in writers._states
+
+
 def test_a_malformed_idempotency_key_is_refused(
     dev_server: ServerThread, http: httpx.Client
 ) -> None:

@@ -170,17 +170,50 @@ class _SessionState:
         self.next_seq = event.seq + 1
 
 
+MAX_HELD_IDS = 2_000_000
+"""Event ids the writers of one process hold, over all sessions (each ~100 bytes): past
+it, the states of the sessions written least recently are let go (read again from the
+store at their next append). A long-running server held every session it had ever
+written to."""
+MAX_HELD_SESSIONS = 4096
+_BOUNDS_CHECKED_EVERY = 64
+"""Appends between two counts of the ids held (a count visits every state)."""
+
+
 class SessionWriters:
-    """The per-session writer state of one process."""
+    """The per-session writer state of one process (bounded: :data:`MAX_HELD_IDS`)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self._states: dict[str, _SessionState] = {}
+        """Session → its state, least recently written first."""
         self._states_lock = threading.Lock()
+        self._taken = 0
 
     def _state(self, session_id: str) -> _SessionState:
         with self._states_lock:
-            return self._states.setdefault(session_id, _SessionState())
+            state = self._states.pop(session_id, None) or _SessionState()
+            self._states[session_id] = state
+            self._taken += 1
+            if self._taken % _BOUNDS_CHECKED_EVERY == 0 or len(self._states) > MAX_HELD_SESSIONS:
+                self._let_go(keep=state)
+            return state
+
+    def _let_go(self, keep: _SessionState) -> None:
+        """Drop the least recently written states while over the bounds; one in use (its
+        lock held) stays. A writer holding a dropped state still appends correctly:
+        ``expected_seq`` and the catch-up on conflict make it so."""
+        held_ids = sum(len(state.ids) for state in self._states.values())
+        for session_id, state in list(self._states.items()):
+            if held_ids <= MAX_HELD_IDS and len(self._states) <= MAX_HELD_SESSIONS:
+                return
+            if state is keep or not state.lock.acquire(blocking=False):
+                continue
+            try:
+                del self._states[session_id]
+                held_ids -= len(state.ids)
+            finally:
+                state.lock.release()
 
     def _catch_up(self, session_id: str, state: _SessionState) -> None:
         for event in self.store.read(session_id, state.next_seq):
