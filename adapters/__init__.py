@@ -17,7 +17,7 @@ from universal_event.messages import AssistantMessage
 
 if TYPE_CHECKING:
     from universal_event.events import WarningEvent
-    from universal_event.log import SessionLog
+    from universal_event.log import SessionLog, StoredSession
 
 __all__ = [
     "RUNTIMES",
@@ -62,7 +62,7 @@ TARGETS: dict[str, tuple[str, str]] = {
 
 
 def render_session(
-    log: SessionLog,
+    log: SessionLog | StoredSession,
     target: str,
     *,
     model: str | None = None,

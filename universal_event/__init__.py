@@ -85,7 +85,7 @@ from universal_event.events import (
     UserMessageEvent,
     WarningEvent,
 )
-from universal_event.log import ForkError, SessionLog
+from universal_event.log import ForkError, SessionLog, StoredSession
 from universal_event.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from universal_event.parts import (
     AssistantPart,
@@ -163,6 +163,7 @@ __all__ = [
     "SessionEndedSeqEvent",
     "SessionInterruptedEvent",
     "SessionLog",
+    "StoredSession",
     "SessionNotFoundError",
     "SessionStartEvent",
     "Source",

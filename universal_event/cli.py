@@ -31,7 +31,7 @@ from universal_event.stores import DEFAULT_STORE_URL
 
 if TYPE_CHECKING:
     from universal_event.events import Event
-    from universal_event.log import SessionLog
+    from universal_event.log import SessionLog, StoredSession
     from universal_event.stores import Store
 
 __all__ = ["main"]
@@ -205,6 +205,13 @@ def _open_log(store: Store, session_id: str) -> SessionLog:
     return SessionLog.open(store, session_id, live=False)
 
 
+def _stored_session(store: Store, session_id: str) -> StoredSession:
+    """What the model sees of the session, its events not kept (``derive``, ``render``)."""
+    from universal_event.log import StoredSession
+
+    return StoredSession(store, session_id)
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     """Normalise a native input into a stored session; importing it again adds nothing
     (and once it has grown, only what is new: :func:`~universal_event.ingest.import_events`)."""
@@ -302,7 +309,7 @@ def cmd_events(args: argparse.Namespace) -> int:
 def cmd_derive(args: argparse.Namespace) -> int:
     store = _open_session_store(args, args.session)
     try:
-        _write_json(_open_log(store, args.session).derive_messages())
+        _write_json(_stored_session(store, args.session).derive_messages())
     finally:
         store.close()
     return 0
@@ -317,9 +324,9 @@ def cmd_render(args: argparse.Namespace) -> int:
 
     store = _open_session_store(args, args.session)
     try:
-        log = _open_log(store, args.session)
+        stored = _stored_session(store, args.session)
         warnings: list[Any] = []
-        rendered = render_session(log, args.target, model=args.model, warnings=warnings)
+        rendered = render_session(stored, args.target, model=args.model, warnings=warnings)
         _write_json(rendered)
         for warning in warnings:
             print(f"universal-event: warning: [{warning.code}] {warning.message}", file=sys.stderr)

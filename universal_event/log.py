@@ -74,7 +74,14 @@ from universal_event.projections import Projections
 from universal_event.stores._base import Store
 from universal_event.stores.memory import MemoryStore
 
-__all__ = ["ForkError", "SessionLog", "effective_header", "new_event_id", "new_session_id"]
+__all__ = [
+    "ForkError",
+    "SessionLog",
+    "StoredSession",
+    "effective_header",
+    "new_event_id",
+    "new_session_id",
+]
 
 _E = TypeVar("_E", bound=EventBase)
 _S = TypeVar("_S", bound=SurfaceEvent)
@@ -448,23 +455,13 @@ class SessionLog:
         return msgspec.structs.replace(event, **changes)
 
     def _check_intent(self, event: EventBase) -> None:
-        """SurfaceError unless the event's surface intent applies now: a surface event's,
-        or a recovered one's (kept as native/unknown, see :mod:`universal_event.derive`)."""
-        if isinstance(event, _SURFACE_CLASSES):
-            self._view.check(event)
-        elif type(event) is NativeUnknownEvent:
-            self._view.check_recovered(event)
+        _check_intent(self._view, event)
 
     def _record(self, event: Event) -> None:
         """Take an enveloped event into memory, the surface and the projections."""
         self._events.append(event)
         self._seq_of_id[event.id] = event.seq
-        if isinstance(event, _SURFACE_CLASSES):
-            self._view.apply(event)
-        elif isinstance(event, RequestHeaderEvent):
-            self._header = event
-        elif type(event) is NativeUnknownEvent:
-            self._view.apply_recovered(event)
+        self._header = _take_in(self._view, event, self._header)
         self.projections.feed(event)
 
     # ------------------------------------------------------------ checkpoints
@@ -768,6 +765,66 @@ class SessionLog:
         """The state of a projection (built-ins registered on first use)."""
         with self._lock:
             return self.projections.get(name)
+
+
+def _check_intent(view: SurfaceView, event: EventBase) -> None:
+    """SurfaceError unless the event's surface intent applies now: a surface event's,
+    or a recovered one's (kept as native/unknown, see :mod:`universal_event.derive`)."""
+    if isinstance(event, _SURFACE_CLASSES):
+        view.check(event)
+    elif type(event) is NativeUnknownEvent:
+        view.check_recovered(event)
+
+
+def _take_in(
+    view: SurfaceView, event: Event, header: RequestHeaderEvent | None
+) -> RequestHeaderEvent | None:
+    """Apply an event to the surface; the header in force after it."""
+    if isinstance(event, _SURFACE_CLASSES):
+        view.apply(event)
+    elif isinstance(event, RequestHeaderEvent):
+        return event
+    elif type(event) is NativeUnknownEvent:
+        view.apply_recovered(event)
+    return header
+
+
+class StoredSession:
+    """What the model sees of a stored session — :meth:`derive_messages`,
+    :meth:`current_header` — read in one pass without keeping its events.
+
+    For readers that only derive or render (the CLI's ``derive`` and ``render``, the
+    server's ``/messages`` and ``/render``): a :class:`SessionLog` keeps every event in
+    memory (~650 bytes each; 680 MB for a million), this only the surface. The events
+    are checked as a log loading them checks them (seqs in order, surface intents that
+    apply).
+    """
+
+    def __init__(self, store: Store, session_id: str) -> None:
+        if store.latest_seq(session_id) < 0:
+            raise SessionNotFoundError(session_id)
+        self.session_id = session_id
+        self._view = SurfaceView()
+        self._header: RequestHeaderEvent | None = None
+        expected = 0
+        for event in store.read(session_id):
+            if event.seq != expected:
+                raise CorruptEventError(
+                    session_id,
+                    event.seq,
+                    f"the store returned seq {event.seq} where {expected} was due",
+                )
+            _check_intent(self._view, event)
+            self._header = _take_in(self._view, event, self._header)
+            expected += 1
+
+    def derive_messages(self) -> list[Message]:
+        """The neutral messages the model sees."""
+        return self._view.messages()
+
+    def current_header(self) -> RequestHeaderEvent | None:
+        """As :meth:`SessionLog.current_header`."""
+        return None if self._header is None else effective_header(self._header)
 
 
 def close_last(open_items: list[_T], item: _T) -> _T:

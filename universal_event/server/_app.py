@@ -356,16 +356,16 @@ class _ControlPlane:
         )
 
 
-def _open_log(store: Store, session_id: str) -> Any:
-    from universal_event.log import SessionLog
+def _stored_session(store: Store, session_id: str) -> Any:
+    """What the model sees of the session, its events not kept (a log would hold them
+    all: 680 MB a request for a million)."""
+    from universal_event.log import StoredSession
 
-    if store.latest_seq(session_id) < 0:
-        raise SessionNotFoundError(session_id)
-    return SessionLog.open(store, session_id)
+    return StoredSession(store, session_id)
 
 
 def _derive(store: Store, session_id: str) -> Any:
-    return msgspec.to_builtins(_open_log(store, session_id).derive_messages())
+    return msgspec.to_builtins(_stored_session(store, session_id).derive_messages())
 
 
 def _render_targets() -> tuple[str, ...]:
@@ -379,7 +379,8 @@ def _render(store: Store, session_id: str, target: str, model: str | None) -> tu
     from adapters import render_session
 
     warnings: list[Any] = []
-    rendered = render_session(_open_log(store, session_id), target, model=model, warnings=warnings)
+    stored = _stored_session(store, session_id)
+    rendered = render_session(stored, target, model=model, warnings=warnings)
     return rendered, msgspec.to_builtins(warnings)
 
 
