@@ -366,9 +366,10 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_fork(args: argparse.Namespace) -> int:
     store = _open_session_store(args, args.session)
     try:
-        child = _open_log(store, args.session).fork(args.new_session, after_turn=args.turn)
-        child.close()
-        print(f"session {child.session_id}: forked from {args.session}, {child.next_seq} events")
+        from universal_event.log import fork_stored
+
+        child_id, copied = fork_stored(store, args.session, args.new_session, after_turn=args.turn)
+        print(f"session {child_id}: forked from {args.session}, {copied} events")
     finally:
         store.close()
     return 0

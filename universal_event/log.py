@@ -711,16 +711,7 @@ class SessionLog:
         A ``turn/end`` closes turns as repair counts them (:func:`close_last`), so a
         session repair finds nothing open in can be forked at its ends; the boundary
         is named by the turn it closed."""
-        boundaries: list[tuple[str | None, int]] = []
-        open_turns: list[str | None] = []
-        for event in self._events:
-            if isinstance(event, TurnStartEvent):
-                open_turns.append(event.turn_id)
-            elif isinstance(event, TurnEndEvent):
-                closed = close_last(open_turns, event.turn_id)
-                if not open_turns:
-                    boundaries.append((closed, event.seq))
-        return boundaries
+        return turn_boundaries(self._events)
 
     def fork(
         self, new_session_id: str | None = None, *, after_turn: str | None = None
@@ -731,28 +722,9 @@ class SessionLog:
         (default: the last finished turn). This log is checkpointed first; the store
         copies the events and this session is left unchanged. Returns the child, live.
         """
-        boundaries = self.turn_boundaries()
-        if after_turn is None:
-            if not boundaries:
-                raise ForkError(f"session {self._session_id!r} has no finished turn to fork at")
-            upto = boundaries[-1][1]
-        else:
-            matches = [seq for turn_id, seq in boundaries if turn_id == after_turn]
-            if not matches:
-                raise ForkError(
-                    f"session {self._session_id!r} has no finished turn {after_turn!r} "
-                    "(a fork point must be a turn boundary)"
-                )
-            upto = matches[-1]
+        upto = fork_point(self._session_id, self.turn_boundaries(), after_turn)
         self.checkpoint()
-        child_id = new_session_id or new_session_id_for_fork(self._session_id)
-        existing = self._store.latest_seq(child_id) + 1
-        if existing:
-            raise ForkError(
-                f"cannot fork {self._session_id!r} into {child_id!r}: that session already "
-                f"exists ({existing} events); name a new session"
-            )
-        self._store.fork(self._session_id, child_id, upto_seq=upto)
+        child_id = _fork_at(self._store, self._session_id, new_session_id, upto)
         return SessionLog.open(self._store, child_id, live=True)
 
     def replay(self, *, paced: bool = False, speed: float = 1.0) -> Iterator[Event]:
@@ -825,6 +797,68 @@ class StoredSession:
     def current_header(self) -> RequestHeaderEvent | None:
         """As :meth:`SessionLog.current_header`."""
         return None if self._header is None else effective_header(self._header)
+
+
+def turn_boundaries(events: Iterable[Event]) -> list[tuple[str | None, int]]:
+    """(turn id, seq of its ``turn/end``) of every finished turn after which no turn is
+    open: see :meth:`SessionLog.turn_boundaries`."""
+    boundaries: list[tuple[str | None, int]] = []
+    open_turns: list[str | None] = []
+    for event in events:
+        if isinstance(event, TurnStartEvent):
+            open_turns.append(event.turn_id)
+        elif isinstance(event, TurnEndEvent):
+            closed = close_last(open_turns, event.turn_id)
+            if not open_turns:
+                boundaries.append((closed, event.seq))
+    return boundaries
+
+
+def fork_point(
+    session_id: str, boundaries: list[tuple[str | None, int]], after_turn: str | None
+) -> int:
+    """The seq a fork after turn ``after_turn`` (default: the last finished) copies up
+    to; :class:`ForkError` when that is no turn boundary."""
+    if after_turn is None:
+        if not boundaries:
+            raise ForkError(f"session {session_id!r} has no finished turn to fork at")
+        return boundaries[-1][1]
+    matches = [seq for turn_id, seq in boundaries if turn_id == after_turn]
+    if not matches:
+        raise ForkError(
+            f"session {session_id!r} has no finished turn {after_turn!r} "
+            "(a fork point must be a turn boundary)"
+        )
+    return matches[-1]
+
+
+def fork_stored(
+    store: Store,
+    session_id: str,
+    new_session_id: str | None = None,
+    *,
+    after_turn: str | None = None,
+) -> tuple[str, int]:
+    """:meth:`SessionLog.fork` of a stored session, read in one pass and not kept (the
+    CLI's ``fork``: a log would hold the parent's events, then the child's); returns
+    the child's id and how many events it got."""
+    if store.latest_seq(session_id) < 0:
+        raise SessionNotFoundError(session_id)
+    upto = fork_point(session_id, turn_boundaries(store.read(session_id)), after_turn)
+    return _fork_at(store, session_id, new_session_id, upto), upto + 1
+
+
+def _fork_at(store: Store, session_id: str, new_session_id: str | None, upto: int) -> str:
+    """Have the store copy ``session_id`` up to seq ``upto`` into a new session."""
+    child_id = new_session_id or new_session_id_for_fork(session_id)
+    existing = store.latest_seq(child_id) + 1
+    if existing:
+        raise ForkError(
+            f"cannot fork {session_id!r} into {child_id!r}: that session already "
+            f"exists ({existing} events); name a new session"
+        )
+    store.fork(session_id, child_id, upto_seq=upto)
+    return child_id
 
 
 def close_last(open_items: list[_T], item: _T) -> _T:

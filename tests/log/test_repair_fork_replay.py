@@ -14,6 +14,7 @@ from universal_event import (
     SessionEndedSeqEvent,
     SessionInterruptedEvent,
     SessionLog,
+    SessionNotFoundError,
     StepEndEvent,
     TextPart,
     ToolCallEvent,
@@ -303,6 +304,33 @@ def test_fork_defaults_to_the_last_finished_turn_and_refuses_mid_turn() -> None:
         parent.fork(after_turn="t1")
     with pytest.raises(ForkError, match="no finished turn"):
         SessionLog().fork()
+
+
+def test_a_stored_session_forks_as_its_log_would_without_loading_it(store_url: str) -> None:
+    """fork_stored (the CLI's fork) reads the parent once and keeps nothing of it."""
+    from universal_event.log import fork_stored
+
+    store = open_store(store_url)
+    parent = SessionLog(store, "parent")
+    for turn in range(3):
+        add_turn(parent, turn)
+    add_turn(parent, 3, finish=False)
+    parent.checkpoint()
+    assert fork_stored(store, "parent", "by-store", after_turn="t1") == (
+        "by-store",
+        dict(parent.turn_boundaries())["t1"] + 1,
+    )
+    parent.fork("by-log", after_turn="t1")
+    by_store, by_log = list(store.read("by-store")), list(store.read("by-log"))
+    assert [e.id for e in by_store] == [e.id for e in by_log]
+    child_id, copied = fork_stored(store, "parent")  # the last finished turn
+    assert copied == parent.turn_boundaries()[-1][1] + 1 == store.latest_seq(child_id) + 1
+    with pytest.raises(ForkError, match="t3"):
+        fork_stored(store, "parent", after_turn="t3")
+    with pytest.raises(ForkError, match="already exists"):
+        fork_stored(store, "parent", "by-store")
+    with pytest.raises(SessionNotFoundError):
+        fork_stored(store, "none")
 
 
 def test_the_end_of_a_sub_agent_turn_inside_another_is_no_fork_point() -> None:
