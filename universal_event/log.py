@@ -300,12 +300,7 @@ class SessionLog:
         """Record an event read from the store, checked first as an append is: its seq
         the next one, its surface intent applicable (a bad one raises, recording
         nothing)."""
-        if event.seq != len(self._events):
-            raise CorruptEventError(
-                self._session_id,
-                event.seq,
-                f"the store returned seq {event.seq} where {len(self._events)} was due",
-            )
+        _check_seq(self._session_id, event, len(self._events))
         self._check_intent(event)
         self._record(event)
 
@@ -739,6 +734,14 @@ class SessionLog:
             return self.projections.get(name)
 
 
+def _check_seq(session_id: str, event: Event, expected: int) -> None:
+    """CorruptEventError unless a stored event read back has the seq due next."""
+    if event.seq != expected:
+        raise CorruptEventError(
+            session_id, event.seq, f"the store returned seq {event.seq} where {expected} was due"
+        )
+
+
 def _check_intent(view: SurfaceView, event: EventBase) -> None:
     """SurfaceError unless the event's surface intent applies now: a surface event's,
     or a recovered one's (kept as native/unknown, see :mod:`universal_event.derive`)."""
@@ -780,12 +783,7 @@ class StoredSession:
         self._header: RequestHeaderEvent | None = None
         expected = 0
         for event in store.read(session_id):
-            if event.seq != expected:
-                raise CorruptEventError(
-                    session_id,
-                    event.seq,
-                    f"the store returned seq {event.seq} where {expected} was due",
-                )
+            _check_seq(session_id, event, expected)
             _check_intent(self._view, event)
             self._header = _take_in(self._view, event, self._header)
             expected += 1
