@@ -204,7 +204,11 @@ def test_a_run_repairs_a_session_its_last_run_left_cut_off(
     cut.checkpoint()
     cut.close()  # the process that wrote it is gone
 
-    _repair_before_continuing(store, "cut")
+    log = SessionLog(store, "cut", live=False)  # as run loads it: once, repaired, then live
+    _repair_before_continuing(log)
+    log.go_live()
+    assert log.live and SessionLog.live_writer(store, "cut") is log
+    log.close()
     events = SessionLog.open(store, "cut").events()
     assert [type(e) for e in events[2:]] == [
         TurnEndEvent,
@@ -215,8 +219,8 @@ def test_a_run_repairs_a_session_its_last_run_left_cut_off(
     assert isinstance(interrupted, SessionInterruptedEvent)
     assert [c.call_id for c in interrupted.open_tool_calls] == ["call_1"]
     assert "the last run was cut off" in capsys.readouterr().err
-    _repair_before_continuing(store, "cut")  # nothing open any more
-    _repair_before_continuing(store, "new")  # no such session yet: nothing to do
+    _repair_before_continuing(SessionLog(store, "cut", live=False))  # nothing open any more
+    _repair_before_continuing(SessionLog(store, "new", live=False))  # no session yet
     assert len(SessionLog.open(store, "cut").events()) == 5
     assert capsys.readouterr().err == ""
     store.close()

@@ -471,9 +471,10 @@ def _drive(
             on_event=show,
             timeout=args.timeout,
         )
-        _repair_before_continuing(store, args.session)
-        log = SessionLog(store, args.session)
+        log = SessionLog(store, args.session, live=False)  # loaded once: repaired, then run
         stack.callback(log.close)
+        _repair_before_continuing(log)
+        log.go_live()
         status = "completed"
         error: BaseException | None = None
         if handing_over:
@@ -537,20 +538,18 @@ def _turn_failure(events: Sequence[Event], status: str) -> str:
     return f"the turn ended {status}{why}"
 
 
-def _repair_before_continuing(store: Store, session_id: str) -> None:
+def _repair_before_continuing(log: SessionLog) -> None:
     """A session whose last run was cut off (the process killed, a crash) is repaired
     when a new run loads it to continue: its open turns and steps end interrupted, its
     open tool calls are reported, before the new turn begins."""
-    from universal_event.repair import repair
+    from universal_event.repair import repair_log
 
-    if store.latest_seq(session_id) < 0:
+    if not log.next_seq:
         return
-    appended = repair(
-        store, session_id, reason="the last run was cut off; repaired before this one"
-    )
+    appended = repair_log(log, reason="the last run was cut off; repaired before this one")
     if appended:
         print(
-            f"universal-event: session {session_id}: the last run was cut off; closed what it "
+            f"universal-event: session {log.session_id}: the last run was cut off; closed what it "
             f"left open (seqs {appended[0].seq}..{appended[-1].seq})",
             file=sys.stderr,
         )

@@ -326,6 +326,13 @@ class SessionLog:
             if self._release_live is not None:
                 self._release_live()
 
+    def go_live(self) -> None:
+        """Become the session's writer in this process: a log loaded to be read or
+        repaired first (``run`` repairs a session cut off, then continues it, loading it
+        once), then written."""
+        if not self._live:
+            self._mark_live()
+
     @staticmethod
     def live_writer(store: Store, session_id: str) -> SessionLog | None:
         """The live log writing ``session_id`` to ``store`` in this process, if any."""
