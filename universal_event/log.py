@@ -270,7 +270,7 @@ class SessionLog:
         self._lock = threading.RLock()
         self._live = False
         self._release_live: weakref.finalize[Any, Any] | None = None
-        self.projections = Projections(lambda: list(self._events))
+        self.projections = Projections(lambda: list(self._events), self._lock)
         """Reducers over this log's events (see :mod:`universal_event.projections`)."""
         self._load()
         if live:

@@ -17,6 +17,7 @@ Built-ins (``log.projection("usage")`` registers one on first use):
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -448,11 +449,16 @@ class Projections:
     """The projections registered on one session log.
 
     ``history`` gives the events logged so far, for a projection registered late to
-    catch up on; after that :meth:`feed` hands it each new event once.
+    catch up on; after that :meth:`feed` hands it each new event once. ``lock`` is the
+    log's: the log feeds under it, and a projection registered meanwhile from another
+    thread would be fed an event twice or not at all (and make that append raise).
     """
 
-    def __init__(self, history: Callable[[], Iterable[Event]]) -> None:
+    def __init__(
+        self, history: Callable[[], Iterable[Event]], lock: threading.RLock | None = None
+    ) -> None:
         self._history = history
+        self._lock = lock if lock is not None else threading.RLock()
         self._reducers: dict[str, Reducer] = {}
         self._states: dict[str, Any] = {}
         self._failures: dict[str, ProjectionError] = {}
@@ -466,30 +472,33 @@ class Projections:
 
     def register(self, name: str, reducer: Reducer, initial: Any) -> Any:
         """Register a reducer, fold the history into ``initial``, return the state."""
-        if name in self:
-            raise ValueError(f"a projection named {name!r} is already registered")
-        state = project(self._history(), reducer, initial)
-        self._reducers[name] = reducer
-        self._states[name] = state
-        return state
+        with self._lock:
+            if name in self:
+                raise ValueError(f"a projection named {name!r} is already registered")
+            state = project(self._history(), reducer, initial)
+            self._reducers[name] = reducer
+            self._states[name] = state
+            return state
 
     def unregister(self, name: str) -> None:
         """Stop maintaining a projection."""
-        self._reducers.pop(name, None)
-        self._states.pop(name, None)
-        self._failures.pop(name, None)
+        with self._lock:
+            self._reducers.pop(name, None)
+            self._states.pop(name, None)
+            self._failures.pop(name, None)
 
     def get(self, name: str) -> Any:
         """The current state of a projection; built-ins are registered on first use."""
-        if name in self._failures:
-            raise self._failures[name]
-        if name not in self._reducers:
-            if name not in BUILTIN_PROJECTIONS:
-                known = ", ".join(sorted({*self._reducers, *BUILTIN_PROJECTIONS}))
-                raise KeyError(f"no projection named {name!r}; known: {known}")
-            reducer, factory = BUILTIN_PROJECTIONS[name]
-            self.register(name, reducer, factory())
-        return self._states[name]
+        with self._lock:
+            if name in self._failures:
+                raise self._failures[name]
+            if name not in self._reducers:
+                if name not in BUILTIN_PROJECTIONS:
+                    known = ", ".join(sorted({*self._reducers, *BUILTIN_PROJECTIONS}))
+                    raise KeyError(f"no projection named {name!r}; known: {known}")
+                reducer, factory = BUILTIN_PROJECTIONS[name]
+                self.register(name, reducer, factory())
+            return self._states[name]
 
     def feed(self, event: Event) -> None:
         """Hand one newly logged event to every projection.
@@ -499,13 +508,14 @@ class Projections:
         other projections see it: a bug in one view must not make an append fail
         after the event was taken (a retry without an id would log it twice).
         """
-        failed = []
-        for name, reducer in self._reducers.items():
-            try:
-                self._states[name] = reducer(self._states[name], event)
-            except Exception as exc:
-                failure = self._failures[name] = ProjectionError(name, event.seq, exc)
-                failure.__cause__ = exc
-                failed.append(name)
-        for name in failed:
-            del self._reducers[name]
+        with self._lock:
+            failed = []
+            for name, reducer in self._reducers.items():
+                try:
+                    self._states[name] = reducer(self._states[name], event)
+                except Exception as exc:
+                    failure = self._failures[name] = ProjectionError(name, event.seq, exc)
+                    failure.__cause__ = exc
+                    failed.append(name)
+            for name in failed:
+                del self._reducers[name]

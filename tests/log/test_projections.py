@@ -376,3 +376,50 @@ def test_tool_rounds_follow_a_random_session(seed: int) -> None:
     assert project(log.events(), reduce_tools, ToolCallSummary()) == summary
     log.checkpoint()
     assert SessionLog.open(store, "s").projection("tools") == summary
+
+
+def test_a_projection_registered_while_another_thread_appends_sees_each_event_once() -> None:
+    """The log feeds its projections under its lock; registering took no lock, so an
+    append could raise ``dictionary changed size during iteration`` after its event was
+    taken, and the new projection count an event twice or miss it."""
+    import sys
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # interleave the threads finely
+    try:
+        for _ in range(40):
+            _register_while_appending()
+    finally:
+        sys.setswitchinterval(switch)
+
+
+def _register_while_appending() -> None:
+    import threading
+
+    from universal_event.events import ToolCallEvent
+
+    log = SessionLog()
+    for index in range(30):
+        log.projections.register(f"base{index}", lambda count, event: count + 1, 0)
+    stop = threading.Event()
+    failures: list[BaseException] = []
+
+    def append() -> None:
+        index = 0
+        while not stop.is_set():
+            try:
+                log.append(ToolCallEvent(id=f"e{index}", call_id=f"c{index}", name="x"))
+            except BaseException as exc:  # reported below
+                failures.append(exc)
+                return
+            index += 1
+
+    appender = threading.Thread(target=append)
+    appender.start()
+    for index in range(20):
+        log.projections.register(f"late{index}", lambda count, event: count + 1, 0)
+    stop.set()
+    appender.join()
+    assert failures == []
+    for index in range(20):
+        assert log.projection(f"late{index}") == log.next_seq

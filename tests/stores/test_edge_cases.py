@@ -284,3 +284,42 @@ def test_a_pool_with_no_connection_free_raises_a_store_error(
         for connection in taken:
             store._pool.putconn(connection)
         store.close()
+
+
+def test_memory_store_lists_sessions_while_another_thread_deletes_them() -> None:
+    """list_sessions read the session table outside the store's lock: a KeyError when a
+    session went between listing its id and reading its metadata."""
+    import sys
+    import threading
+
+    from universal_event.stores import MemoryStore
+    from universal_event.testing import sample_events
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        store = MemoryStore()
+        ids = [f"s{index}" for index in range(3000)]
+        for session_id in ids:
+            store.append(session_id, sample_events(session_id, 0, 1), expected_seq=0)
+        failures: list[BaseException] = []
+        done = threading.Event()
+
+        def delete_all() -> None:
+            for session_id in ids:
+                store.delete(session_id)
+            done.set()
+
+        deleter = threading.Thread(target=delete_all)
+        deleter.start()
+        while not done.is_set():
+            try:
+                listed = store.list_sessions()
+            except KeyError as exc:
+                failures.append(exc)
+                break
+            assert all(info.event_count == 1 for info in listed)
+        deleter.join()
+        assert failures == [] and store.list_sessions() == []
+    finally:
+        sys.setswitchinterval(switch)

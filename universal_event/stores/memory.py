@@ -61,13 +61,15 @@ class MemoryStore:
         return len(self._events.get(session_id, [])) - 1
 
     def list_sessions(self) -> list[SessionInfo]:
-        return [self._info[session_id] for session_id in sorted(self._info)]
+        with self._changed:  # another thread deleting meanwhile: a KeyError
+            return [self._info[session_id] for session_id in sorted(self._info)]
 
     def session_info(self, session_id: str) -> SessionInfo:
-        try:
-            return self._info[session_id]
-        except KeyError:
-            raise SessionNotFoundError(session_id) from None
+        with self._changed:
+            info = self._info.get(session_id)
+        if info is None:
+            raise SessionNotFoundError(session_id)
+        return info
 
     def fork(self, source_id: str, new_id: str, *, upto_seq: int) -> None:
         """Copy the events as they were appended, but for the session id: they are never
