@@ -198,6 +198,7 @@ def _parts_of(
 _live_logs: dict[tuple[int, str], weakref.WeakSet[SessionLog]] = {}
 """(store, session) → its live logs in this process (more than one may be open; each
 counts until it is closed or collected)."""
+_live_logs_lock = threading.Lock()
 
 
 class ForkError(UniversalEventError, ValueError):
@@ -306,7 +307,9 @@ class SessionLog:
 
     def _mark_live(self) -> None:
         self._live = True
-        _live_logs.setdefault((id(self._store), self._session_id), weakref.WeakSet()).add(self)
+        with _live_logs_lock:
+            key = (id(self._store), self._session_id)
+            _live_logs.setdefault(key, weakref.WeakSet()).add(self)
         # Other processes too (a store that can say so): repair refuses the session
         # while this log is open. Released at close, or when the log is collected.
         hold = getattr(self._store, "hold_live", None)
@@ -318,11 +321,12 @@ class SessionLog:
         if self._live:
             self._live = False
             key = (id(self._store), self._session_id)
-            logs = _live_logs.get(key)
-            if logs is not None:
-                logs.discard(self)
-                if not logs:
-                    del _live_logs[key]
+            with _live_logs_lock:
+                logs = _live_logs.get(key)
+                if logs is not None:
+                    logs.discard(self)
+                    if not logs:
+                        del _live_logs[key]
             if self._release_live is not None:
                 self._release_live()
 
@@ -336,7 +340,8 @@ class SessionLog:
     @staticmethod
     def live_writer(store: Store, session_id: str) -> SessionLog | None:
         """The live log writing ``session_id`` to ``store`` in this process, if any."""
-        return next(iter(_live_logs.get((id(store), session_id), ())), None)
+        with _live_logs_lock:
+            return next(iter(_live_logs.get((id(store), session_id), ())), None)
 
     # ------------------------------------------------------------ properties
 

@@ -525,3 +525,46 @@ def test_a_replace_by_ids_that_does_not_resolve_is_refused(surface: Surface, say
         log.append(user("x", id="x", surface=surface))
     assert "'x'" in str(info.value)
     assert len(log.events()) == 1
+
+
+def test_live_logs_opened_and_closed_in_threads_are_always_found() -> None:
+    """The registry of this process's live logs was changed without a lock: close()
+    raised KeyError, and live_writer() missed a log still open (a repair then went
+    through under it)."""
+    import sys
+    import threading
+
+    from universal_event.stores import MemoryStore
+
+    store = MemoryStore()
+    seeded = SessionLog(store, "s")
+    seeded.append(UserMessageEvent(content=[TextPart(text="hi")]))
+    seeded.checkpoint()
+    seeded.close()
+    problems: list[object] = []
+    start = threading.Barrier(4)
+
+    def open_and_close() -> None:
+        start.wait()
+        for _ in range(1000):
+            try:
+                log = SessionLog(store, "s", live=True)
+                if SessionLog.live_writer(store, "s") is None:
+                    problems.append("an open live log was not found")
+                log.close()
+            except Exception as exc:  # reported below
+                problems.append(exc)
+                return
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        threads = [threading.Thread(target=open_and_close) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(switch)
+    assert problems == []
+    assert SessionLog.live_writer(store, "s") is None

@@ -685,15 +685,34 @@ class LiveLocks:
         return self.directory / (session_file_stem(session_id) + ".lock")
 
     def hold(self, session_id: str) -> Callable[[], None] | None:
-        """Take the session's lock; returns its release, or None when another writer
+        """Take the session's lock; returns its release, or None when another process
         has it (or it cannot be made).
+
+        Live logs of one session in this process share the lock (a ``flock`` taken
+        through a second descriptor would fail): it is let go when the last of them
+        releases it. Each took it once, the first for real; a second once counted as
+        "another writer" and held nothing, so the first one's close left a log still
+        writing with no lock, and a repair from another process went through.
+        """
+        key = os.path.abspath(self._path(session_id))
+        with _process_holds_lock:
+            held = _process_holds.get(key)
+            if held is None:
+                release = self._take(Path(key))
+                if release is None:
+                    return None
+                held = _process_holds[key] = [release, 0]
+            held[1] += 1
+        return _shared_release(key)
+
+    def _take(self, path: Path) -> Callable[[], None] | None:
+        """Lock the file at ``path``; its release, or None when another holds it.
 
         The release removes the file (a store of many sessions keeps no file per
         session ever written), still holding the lock; so a lock taken here is kept only
         if the path still names the file locked (else another writer removed it
         between this open and this lock, and the path is tried again).
         """
-        path = self._path(session_id)
         for _attempt in range(3):
             try:
                 self.directory.mkdir(parents=True, exist_ok=True)
@@ -742,6 +761,30 @@ class FileLiveLocks:
 
     def has_live_writer(self, session_id: str) -> bool:
         return self._live_locks is not None and self._live_locks.held_elsewhere(session_id)
+
+
+_process_holds: dict[str, list[Any]] = {}
+"""Lock file path → [its release, how many live logs of this process hold it]."""
+_process_holds_lock = threading.Lock()
+
+
+def _shared_release(key: str) -> Callable[[], None]:
+    """One holder's release of a shared lock (once, however often it is called)."""
+    released = False
+
+    def release() -> None:
+        nonlocal released
+        with _process_holds_lock:
+            if released:
+                return
+            released = True
+            held = _process_holds[key]
+            held[1] -= 1
+            if held[1] == 0:
+                del _process_holds[key]
+                held[0]()
+
+    return release
 
 
 def _releaser(fd: int, path: Path) -> Callable[[], None]:
