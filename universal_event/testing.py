@@ -43,7 +43,7 @@ from typing import Any
 import msgspec
 
 from universal_event.codec import decode, encode
-from universal_event.errors import ConflictError, SessionNotFoundError
+from universal_event.errors import ConflictError, SessionNotFoundError, StoreError
 from universal_event.events import (
     AssistantChunkEvent,
     AssistantMessageEvent,
@@ -578,6 +578,30 @@ def check_delete(make_store: StoreFactory, reopen: Reopen | None) -> None:
         assert store.latest_seq(kept) == 2
 
 
+def check_read_across_delete(make_store: StoreFactory, reopen: Reopen | None) -> None:
+    """A session deleted and written anew while a read streams it: the read gives the
+    old events (all, or the first of them and then :class:`StoreError`), never the old
+    ones run on into the new ones (a sequence that never was)."""
+    with _closing(make_store()) as store:
+        session = _new_session_id("recreated")
+        old = sample_events(session, 0, 6000)  # more than two of any page size here
+        store.append(session, old, expected_seq=0)
+        reading = store.read(session)
+        got = [next(reading)]
+        store.delete(session)
+        new = [
+            msgspec.structs.replace(e, id=f"new-{e.seq}") for e in sample_events(session, 0, 6000)
+        ]
+        store.append(session, new, expected_seq=0)
+        try:
+            got += list(reading)
+        except StoreError:
+            pass
+        old_ids = [event.id for event in old]
+        assert [event.id for event in got] == old_ids[: len(got)], "the read mixed two sessions"
+        assert [event.id for event in _read_all(store, session)] == [e.id for e in new]
+
+
 def check_tail(make_store: StoreFactory, reopen: Reopen | None) -> None:
     """``tail`` returns stored events at once, waits, times out, and wakes on appends."""
     with _closing(make_store()) as store:
@@ -701,6 +725,7 @@ CHECKS: dict[str, Check] = {
     "fork_keeps_newer_fields": check_fork_keeps_newer_fields,
     "runtime_named_late": check_runtime_named_late,
     "delete": check_delete,
+    "read_across_delete": check_read_across_delete,
     "tail": check_tail,
     "concurrent_writers": check_concurrent_writers,
     "large_event": check_large_event,

@@ -420,8 +420,8 @@ def test_pages_of_mixed_sizes(
     pages: list[int] = []
     take = store._take
 
-    def measured(cur: Any) -> Any:
-        payloads = take(cur)
+    def measured(page: Any, *checked: Any) -> Any:
+        payloads = take(page, *checked)
         pages.append(sum(len(payload or b"") for (payload,) in payloads))
         return payloads
 

@@ -36,7 +36,7 @@ from urllib.parse import quote, unquote, urlsplit
 import msgspec
 
 from universal_event.codec import decode
-from universal_event.errors import CorruptEventError, DecodeError, StoreURLError
+from universal_event.errors import CorruptEventError, DecodeError, StoreError, StoreURLError
 from universal_event.events import Event, EventBase
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "FileLiveLocks",
     "LiveLocks",
     "Rehoming",
+    "SameSession",
     "SessionInfo",
     "Store",
     "TailByPolling",
@@ -147,6 +148,26 @@ class Store(Protocol):
     def close(self) -> None:
         """Release connections and files."""
         ...
+
+
+class SameSession:
+    """A read's check that the session it pages through is the one it began in (the
+    same created time): one deleted and written anew meanwhile would have the read go
+    on into the new session's events, a sequence that never was."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.created: float | None = None
+        self.seen = False
+
+    def check(self, created: float | None, position: int) -> None:
+        if not self.seen:
+            self.created, self.seen = created, True
+        elif created != self.created:
+            raise StoreError(
+                f"session {self.session_id!r} was deleted while being read (events before "
+                f"seq {position} were read); read it again"
+            )
 
 
 def check_fork_point(source_id: str, new_id: str, upto_seq: int) -> None:

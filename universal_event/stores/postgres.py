@@ -69,6 +69,7 @@ from universal_event.stores._base import (
     UNSTORABLE,
     Batches,
     Rehoming,
+    SameSession,
     SessionInfo,
     check_batch,
     check_fork_point,
@@ -767,12 +768,13 @@ class PostgresStore:
         limit = min(plan[0], bound - first)
         payloads: list[tuple[bytes | None]] | None = None
         session_end: tuple[int | None, int | None] | None = None  # the page's, when known
+        same = SameSession(session_id)
         while True:
             with lease() as conn:
                 if payloads is None:  # the first page, and where the session ends
                     page = self._send_page(conn, session_id, first, limit, plan[1], bound)
                     ends = conn.execute(self._sql.read_end, (session_id, session_id))
-                    payloads = self._take(page)
+                    payloads = self._take(page, same, first)
                     session_end = ends.fetchone() or (None, None)
                     ends.close()
                 reached = first + len(payloads)
@@ -789,7 +791,7 @@ class PostgresStore:
                 if arrays is None:  # the page left a large row out, and ends before it
                     arrays = _cut(payloads)
                     if pending is not None:
-                        self._take(pending)  # sent for a page that did not end there
+                        self._take(pending, same, reached)  # sent for a page not ending there
                     reached, more, following_plan = first + len(payloads), True, (1, _UNCAPPED)
                     following = 1
                     pending = self._send_page(conn, session_id, reached, 1, _UNCAPPED, bound)
@@ -798,7 +800,7 @@ class PostgresStore:
                     again = partial(self._decode_rows_again, conn, session_id, stop=reached)
                     yield from decode_batches(session_id, first, arrays, again)
                     del arrays
-                payloads = None if pending is None else self._take(pending)
+                payloads = None if pending is None else self._take(pending, same, reached)
                 if pending is None and not more and reached < bound and session_end is None:
                     row = conn.execute(self._sql.read_end, (session_id, session_id)).fetchone()
                     session_end = row or (None, None)
@@ -813,9 +815,15 @@ class PostgresStore:
             first, limit, plan, session_end = reached, following, following_plan, None
 
     @staticmethod
-    def _take(cur: psycopg.Cursor[Any]) -> list[tuple[bytes | None]]:
-        with cur:
-            payloads: list[tuple[bytes | None]] = cur.fetchall()
+    def _take(page: _SentPage, same: SameSession, start: int) -> list[tuple[bytes | None]]:
+        """A sent page's payloads, once its session is known to be the one the read
+        began in (``start``: the page's first seq)."""
+        rows, created = page
+        with rows:
+            payloads: list[tuple[bytes | None]] = rows.fetchall()
+        with created:
+            row = created.fetchone()
+        same.check(None if row is None else row[0], start)
         return payloads
 
     def _send_page(
@@ -826,12 +834,15 @@ class PostgresStore:
         limit: int,
         cap: int,
         bound: int,
-    ) -> psycopg.Cursor[Any]:
+    ) -> _SentPage:
         """Queue a page's query (up to ``limit`` rows from ``start`` on, below ``bound``;
-        NULL for a payload over ``cap`` bytes); its cursor fetches it."""
-        cur = conn.cursor(binary=True)
-        cur.execute(self._sql.read_payloads, (cap, session_id, start, bound, limit))
-        return cur
+        NULL for a payload over ``cap`` bytes), and one for the session's created time
+        (:class:`SameSession`); :meth:`_take` fetches them."""
+        rows = conn.cursor(binary=True)
+        rows.execute(self._sql.read_payloads, (cap, session_id, start, bound, limit))
+        created = conn.cursor()
+        created.execute(self._sql.read_created, (session_id,))
+        return rows, created
 
     def _check_end(
         self, conn: psycopg.Connection[Any], session_id: str, reached: int, bound: int
@@ -981,6 +992,10 @@ class PostgresStore:
         self._pool.close()
 
 
+_SentPage = tuple["psycopg.Cursor[Any]", "psycopg.Cursor[Any]"]
+"""A page's query and its session's created time, queued (see ``_send_page``)."""
+
+
 class _Statements:
     """The SQL, with the schema name filled in once."""
 
@@ -1038,6 +1053,7 @@ class _Statements:
         self.read_fork_rows = (
             f"SELECT CASE WHEN length(payload) <= %s THEN payload END, type, ts {page}"
         )
+        self.read_created = f"SELECT created FROM {sessions} WHERE session_id = %s"
         self.read_end = (
             f"SELECT (SELECT event_count FROM {sessions} WHERE session_id = %s), "
             f"(SELECT max(seq) FROM {events} WHERE session_id = %s)"

@@ -56,6 +56,7 @@ from universal_event.stores._base import (
     FileLiveLocks,
     LiveLocks,
     Rehoming,
+    SameSession,
     SessionInfo,
     TailByPolling,
     check_fork_point,
@@ -151,8 +152,11 @@ _CLAIM_NEXT_SEQS = (
 _PAGE = "FROM events WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq LIMIT ?"
 """A page is the next rows from a seq on (below the read's bound), not a seq range: a
 missing row shows as a wrong seq in the page, never as its end."""
+_CREATED = "(SELECT created FROM sessions WHERE session_id = ?)"
+"""The session's created time, read with each page (one statement, one snapshot): a
+session deleted and written anew while a read pages through it is told by it."""
 _READ_PAGE_JOINED = (
-    "SELECT count(*), max(seq), CAST(group_concat(payload, ',') AS BLOB) "
+    f"SELECT count(*), max(seq), CAST(group_concat(payload, ',') AS BLOB), {_CREATED} "
     f"FROM (SELECT seq, payload {_PAGE})"
 )
 """A page in one row: its size, its top seq and the payloads joined with commas (one
@@ -172,7 +176,7 @@ _SMALL_ROW_BYTES = PAGE_BYTES // DECODE_BATCH
 """Rows up to this size fill a page of the fast path without counting: a full page of
 them is within :data:`PAGE_BYTES`."""
 _READ_SMALL_ROWS = (
-    "SELECT count(*), max(seq), CAST(group_concat(payload, ',') AS BLOB) "
+    f"SELECT count(*), max(seq), CAST(group_concat(payload, ',') AS BLOB), {_CREATED} "
     "FROM (SELECT seq, payload FROM events WHERE session_id = ? AND seq >= ? AND seq < ? "
     f"AND length(payload) <= {_SMALL_ROW_BYTES} ORDER BY seq LIMIT ?)"
 )
@@ -448,12 +452,14 @@ class SqliteStore(TailByPolling, FileLiveLocks):
         give whole (the session ends, a large row, damage) is cut by the sizes of its
         rows and read by :meth:`_page`, which checks the end of the session.
         """
+        same = SameSession(session_id)
         while position < bound:
             stop = min(position + DECODE_BATCH, bound)
             with self._lock:
-                count, top, joined = self._conn.execute(
-                    _READ_SMALL_ROWS, (session_id, position, bound, stop - position)
+                count, top, joined, created = self._conn.execute(
+                    _READ_SMALL_ROWS, (session_id, session_id, position, bound, stop - position)
                 ).fetchone()
+            same.check(created, position)
             if count and joined is not None and top == position + count - 1:
                 events = decode_page(session_id, position, count, b"".join((b"[", joined, b"]")))
                 del joined
@@ -467,7 +473,7 @@ class SqliteStore(TailByPolling, FileLiveLocks):
             if rows == 0:
                 yield from self._end_of_rows(session_id, position, bound, iter(()))
                 return
-            found, batches = self._page(session_id, position, position + rows, bound)
+            found, batches = self._page(session_id, position, position + rows, bound, same)
             yield from batches
             if found < rows:
                 return
@@ -488,7 +494,9 @@ class SqliteStore(TailByPolling, FileLiveLocks):
             rows += 1
         return rows
 
-    def _page(self, session_id: str, start: int, stop: int, bound: int) -> tuple[int, Batches]:
+    def _page(
+        self, session_id: str, start: int, stop: int, bound: int, same: SameSession
+    ) -> tuple[int, Batches]:
         """Up to ``stop - start`` rows from ``start`` on, below ``bound``: how many, and
         their events.
 
@@ -498,11 +506,13 @@ class SqliteStore(TailByPolling, FileLiveLocks):
         """
         with self._lock:
             try:
-                count, top, joined = self._conn.execute(
-                    _READ_PAGE_JOINED, (session_id, start, bound, stop - start)
+                count, top, joined, created = self._conn.execute(
+                    _READ_PAGE_JOINED, (session_id, session_id, start, bound, stop - start)
                 ).fetchone()
             except sqlite3.DatabaseError:
                 count = top = joined = None
+            else:
+                same.check(created, start)
         if count == 0:
             return 0, self._end_of_rows(session_id, start, bound, iter(()))
         if joined is not None and top == start + count - 1:
