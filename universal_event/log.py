@@ -239,8 +239,8 @@ def _header_key(header: RequestHeaderEvent) -> tuple[Any, ...]:
         effective.api,
         effective.model,
         effective.system,
-        msgspec.json.encode(effective.system_parts),
-        msgspec.json.encode(effective.tools),
+        effective.system_parts,  # compared as values: an encoding depends on how a
+        effective.tools,  # default-valued field's string was made (see _logged_again)
         msgspec.json.encode(effective.sampling, order="sorted"),
         msgspec.json.encode(header.sampling, order="sorted"),
     )
@@ -432,8 +432,12 @@ class SessionLog:
             # given again; a different one is a different event.
             changes["surface"] = surface or event.surface or logged.surface
         retried = msgspec.structs.replace(event, **changes)
+        # Equal values first: ``omit_defaults`` leaves out a default-valued field only
+        # when it holds the default object itself, so an equal string parsed from input
+        # (a tool's ``kind`` read from a request body) is written out, and the same
+        # event re-made from the same input encoded otherwise than the one stored.
         try:
-            same = _storable.encode(retried) == _storable.encode(logged)
+            same = retried == logged or _storable.encode(retried) == _storable.encode(logged)
         except (TypeError, ValueError, OverflowError):
             same = False  # the logged one was storable
         if not same:

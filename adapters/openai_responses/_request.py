@@ -733,7 +733,7 @@ def _parse_tool(tool: dict[str, Any]) -> ToolSpec:
             name=text_value(tool.get("name", "")),
             description=str_or_none(tool.get("description")),
             input_schema=dict_or_none(tool.get("parameters")),
-            kind=kind,
+            kind="function" if kind == "function" else "custom",  # the default itself
             native=tool,
         )
     return ToolSpec(name=str(kind), kind="server", native=tool)

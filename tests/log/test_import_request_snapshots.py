@@ -62,6 +62,37 @@ def test_successive_request_bodies_leave_the_last_ones_history(runtime: str, fix
     assert len(log.events()) == count
 
 
+@pytest.mark.parametrize(
+    ("runtime", "fixture"),
+    [
+        *CONVERSATIONS,
+        ("openai-responses-request", "openai-responses/stream_function_call_then_text.json"),
+        ("openai-responses-request", "openai-responses/stream_custom_tool_call_freeform.json"),
+    ],
+)
+def test_bodies_imported_again_into_a_stored_session_add_nothing(
+    runtime: str, fixture: str, tmp_path: Path
+) -> None:
+    """As the CLI imports: a log opened on the stored session each time. A Responses
+    body's function tools were parsed with a ``kind`` equal to the default but not it,
+    which the encoder writes out; read back from the store it is left out: the same
+    body imported again was refused (another body under the same id), and a grown one
+    logged its header a second time."""
+    store = open_store(f"sqlite:///{tmp_path / 's.db'}")
+    bodies = _bodies(fixture)
+    for body in (bodies[0], bodies[0], *bodies[1:], bodies[-1]):
+        log = SessionLog(store, "s")
+        append_request(log, import_events(runtime, body))
+        log.checkpoint()
+        log.close()
+    stored = SessionLog(store, "s", live=False)
+    fresh = SessionLog()
+    for body in bodies:
+        append_request(fresh, import_events(runtime, body))
+    assert [type(e) for e in stored.events()] == [type(e) for e in fresh.events()]
+    assert _said(stored) == _said(fresh)
+
+
 def test_a_streamed_reply_between_two_bodies_gives_way_to_the_clients_copy() -> None:
     """Body, the streamed response, the next body: the history is the next body's (the
     reply as the client sent it back); the streamed reply stays in the log."""
