@@ -120,3 +120,27 @@ def test_an_input_cut_where_it_ends_keeps_its_results_shown() -> None:
         append_imported(log, import_events("codex", prefix))
         append_imported(log, import_events("codex", prefix))  # the same again: nothing new
         assert _without_seqs(log.derive_messages()) == _imported_once(prefix)
+
+
+def test_an_import_keeps_the_inputs_turn_ids_and_makes_up_stable_ones() -> None:
+    """Codex's own turn ids (in its turn/started lines) stay; ids an adapter made up (an
+    exec stream names no turn) become ones made from the input, the same on every
+    import. Looked for in the lines just read: the whole input once per turn made an
+    import quadratic."""
+    import json
+
+    data = _capture("all")
+    native = {
+        json.loads(line)["params"]["turn"]["id"]
+        for line in data.splitlines()
+        if b'"turn/started"' in line
+    }
+    assert len(native) == 3
+    events = import_events("codex", data)
+    assert {e.turn_id for e in events if e.turn_id is not None} == native
+    exec_lines = (
+        Path(__file__).parent.parent / "fixtures/captured/codex/exec/x01_tool/stdout.jsonl"
+    ).read_bytes()
+    made_up = [e.turn_id for e in import_events("codex", exec_lines) if e.turn_id is not None]
+    assert made_up and all(turn.startswith("turn_import-") for turn in made_up)
+    assert made_up == [e.turn_id for e in import_events("codex", exec_lines) if e.turn_id]
