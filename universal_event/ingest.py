@@ -171,7 +171,7 @@ def import_events(runtime: str, data: bytes) -> list[Event]:
             # numbered as the end of input, and logged again by the grown import.)
             line = data[start:]
             start = len(data)
-            read_so_far.update(line)
+            read_so_far.update(line.removesuffix(b"\r"))
             with_newline = read_so_far.copy()
             with_newline.update(b"\n")
             completed = adapter.feed(line + b"\n")
@@ -180,7 +180,9 @@ def import_events(runtime: str, data: bytes) -> list[Event]:
             break
         line = data[start : end + 1]
         start = end + 1
-        read_so_far.update(line)
+        # Ids as if the line ended "\n": a copy of the input with CRLF line ends (an
+        # editor's, a Windows tool's) is the same input, found logged on import.
+        read_so_far.update(line[:-2] + b"\n" if line.endswith(b"\r\n") else line)
         completed = adapter.feed(line)
         if completed:
             numbered(completed, read_so_far.copy().hexdigest()[:24], start)

@@ -144,3 +144,33 @@ def test_an_import_keeps_the_inputs_turn_ids_and_makes_up_stable_ones() -> None:
     made_up = [e.turn_id for e in import_events("codex", exec_lines) if e.turn_id is not None]
     assert made_up and all(turn.startswith("turn_import-") for turn in made_up)
     assert made_up == [e.turn_id for e in import_events("codex", exec_lines) if e.turn_id]
+
+
+@pytest.mark.parametrize(
+    ("runtime", "path"),
+    [
+        ("codex", "codex/exec/x01_tool/stdout.jsonl"),
+        ("claude-code-transcript", "claude/cli/c01_tool/session_transcript.jsonl"),
+    ],
+)
+def test_a_copy_with_crlf_line_ends_is_the_same_input(runtime: str, path: str) -> None:
+    """Ids hashed the line ends too: a CRLF copy of an imported file was imported again
+    whole. It adds nothing now; a cut CRLF copy, grown into the LF file, logs what the
+    cut LF file grown into it does."""
+    lf = (Path(__file__).parent.parent / "fixtures/captured" / path).read_bytes()
+    crlf = lf.replace(b"\n", b"\r\n")
+    logs = []
+    for first, then in ((lf, crlf), (crlf, lf)):
+        log = SessionLog()
+        for data in (first, then):
+            append_imported(log, import_events(runtime, data))
+        logs.append([e.id for e in log.events()])
+    assert logs[0] == logs[1] and len(logs[0]) == len(import_events(runtime, lf))
+    cut_at = lf.index(b"\n", len(lf) // 2)  # a cut line, then what the file grew to
+    grown = []
+    for cut in (lf[:cut_at], crlf[: crlf.index(b"\r\n", len(crlf) // 2 + 200) + 1]):
+        log = SessionLog()
+        for data in (cut, lf):
+            append_imported(log, import_events(runtime, data))
+        grown.append(_without_seqs(log.derive_messages()))
+    assert grown[0] == grown[1]
