@@ -2204,6 +2204,44 @@ def request_body(
     return body
 
 
+_ANTHROPIC_ONLY_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+
+
+def refuse_the_other_messages_api(
+    body: dict[str, Any], reading_as: Literal["chat", "anthropic"]
+) -> None:
+    """DecodeError for a body of the other API that keeps its history under
+    ``messages``: Chat and Anthropic Messages bodies share the key, and one read as the
+    other lost its tool calls, results and thinking (made empty text) and its tools,
+    without a word. Told by what only the other API has: Anthropic's content blocks
+    (``tool_use``, ``tool_result``, ``thinking``), Chat's ``tool`` role and
+    ``tool_calls``."""
+    from universal_event.errors import DecodeError
+
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            continue
+        if reading_as == "chat":
+            content = message.get("content")
+            blocks = content if isinstance(content, list) else []
+            kinds = {str(b.get("type")) for b in blocks if isinstance(b, dict)}
+            other = sorted(kinds & _ANTHROPIC_ONLY_BLOCKS)
+            found, reader = (f"a {other[0]!r} block", "anthropic-request") if other else ("", "")
+        else:
+            role_is_tool = message.get("role") == "tool"
+            found = "a 'tool' message" if role_is_tool else ""
+            found = found or ("'tool_calls'" if "tool_calls" in message else "")
+            reader = "openai-chat-request"
+        if found:
+            raise DecodeError(
+                f"the body has {found} at $.messages[{index}]: a request of another API "
+                f"(read it as {reader})"
+            )
+
+
 def source(runtime: str, native_type: str, model: str | None = None) -> Source:
     """The source of an event parsed from a request body."""
     return Source(runtime=runtime, native_type=native_type, model=model)

@@ -57,6 +57,7 @@ from adapters._render import (
     parse_tools,
     parsed_request,
     reasoning_origin,
+    refuse_the_other_messages_api,
     replayable_server_part,
     request_body,
     request_part,
@@ -699,6 +700,7 @@ _source = functools.partial(source, RUNTIME)
 
 def _parse_header(kwargs: dict[str, Any]) -> RequestHeaderEvent:
     body = request_body(kwargs, "messages")
+    refuse_the_other_messages_api(body, "anthropic")
     system = body.get("system")
     system_parts = None
     with request_part("$.system"):

@@ -63,6 +63,7 @@ from adapters._render import (
     parse_tools,
     parsed_request,
     reasoning_origin,
+    refuse_the_other_messages_api,
     request_body,
     request_part,
     server_results_dropped,
@@ -347,6 +348,7 @@ def parse_request(kwargs: dict[str, Any]) -> list[Event]:
     content gets the provenance ``("openai", "chat", model)``.
     """
     body = request_body(kwargs, "messages")
+    refuse_the_other_messages_api(body, "chat")
     model = str_or_none(body.get("model"))
     provenance = Provenance(provider=PROVIDER, api=API, model=model)
     with request_part("$.messages"):

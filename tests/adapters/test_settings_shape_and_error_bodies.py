@@ -106,6 +106,24 @@ def test_parse_request_refuses_a_recording_of_the_request(target: str) -> None:
         module(target).parse_request(recorded)
 
 
+@pytest.mark.parametrize(
+    ("reader", "recorded_as", "fixture", "found"),
+    [
+        ("openai-chat", "anthropic", "stream_client_tool_two_turns", "a 'tool_use' block"),
+        ("anthropic", "openai-chat", "stream_tool_call_then_text_usage", "'tool_calls'"),
+    ],
+)
+def test_a_body_of_the_other_messages_api_is_refused_naming_the_right_reader(
+    reader: str, recorded_as: str, fixture: str, found: str
+) -> None:
+    """Chat and Anthropic bodies both keep their history under ``messages``: one read
+    as the other lost its tool calls, results and thinking, without a word."""
+    body = recording(recorded_as, fixture)["interactions"][-1]["request_body"]
+    assert len(module(recorded_as).parse_request(body)) > 3  # its own reader takes it
+    with pytest.raises(DecodeError, match=f"has {found} at .*read it as {recorded_as}-request"):
+        module(reader).parse_request(body)
+
+
 @pytest.mark.parametrize("target", ["anthropic", "openai-chat"])
 def test_parse_request_refuses_a_body_without_messages(target: str) -> None:
     """Chat and Messages requests cannot do without ``messages`` (Responses can go
