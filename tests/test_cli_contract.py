@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -324,3 +325,51 @@ def test_handoff_of_a_missing_session_creates_nothing_and_sessions_escape_contro
     store.close()
     listed = _run("sessions", "--store", url).stdout.decode()
     assert "\x1b" not in listed and "'evil\\x1b[2J'" in listed
+
+
+def test_normalize_follows_a_live_stream_and_reads_it_in_chunks() -> None:
+    """``normalize -`` writes each event once its line has come (it read the whole input
+    first: nothing until EOF, every event stamped at the end); chunked as it arrives,
+    even a byte at a time through a byte-order mark, it gives what the whole gives."""
+    import select
+
+    from universal_event.ingest import normalize_bytes, normalize_stream
+
+    capture = Path(__file__).parent / "fixtures/captured/codex/exec/x01_tool/stdout.jsonl"
+    lines = capture.read_bytes().splitlines(keepends=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "universal_event", "normalize", "--from", "codex", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        process.stdin.write(lines[0])  # thread.started: the session starts
+        process.stdin.flush()
+        ready, _, _ = select.select([process.stdout], [], [], 30)
+        assert ready, "nothing written while the input stays open"
+        first = json.loads(process.stdout.readline())
+        assert first["type"] == "session/start"
+        process.stdin.writelines(lines[1:])
+    finally:
+        process.stdin.close()
+        rest = process.stdout.read()
+        process.wait(timeout=30)
+    assert process.returncode == 0
+    streamed = [first["type"], *(json.loads(line)["type"] for line in rest.splitlines())]
+    data = b"\xef\xbb\xbf" + capture.read_bytes()
+    whole = normalize_bytes("codex", data)
+    assert streamed == [event.__struct_config__.tag for event in whole]
+    byte_by_byte = [
+        event
+        for events in normalize_stream("codex", (data[i : i + 1] for i in range(len(data))))
+        for event in events
+    ]
+
+    def shape(event: object) -> object:
+        built = msgspec.to_builtins(event)
+        for envelope in ("id", "ts", "turn_id"):
+            built.pop(envelope, None)
+        return built
+
+    assert [shape(e) for e in byte_by_byte] == [shape(e) for e in whole]

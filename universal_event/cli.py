@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -117,24 +117,53 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_normalize(args: argparse.Namespace) -> int:
+    """Events written as the input completes them (a live stream piped in is followed,
+    not read to its end first; memory stays that of the adapter's state)."""
     from universal_event.codec import encode_lines
-    from universal_event.ingest import normalize_bytes
+    from universal_event.events import NativeUnknownEvent
+    from universal_event.ingest import normalize_stream
 
-    events = normalize_bytes(args.runtime, _read_input(args.file))
-    sys.stdout.buffer.write(encode_lines(events))
-    _warn_if_unrecognised(args, events)
+    count = unknown = 0
+    out = sys.stdout.buffer
+    for events in normalize_stream(args.runtime, _input_chunks(args.file)):
+        if events:
+            out.write(encode_lines(events))
+            out.flush()
+            count += len(events)
+            unknown += sum(isinstance(event, NativeUnknownEvent) for event in events)
+    _warn_if_unrecognised(args, count, unknown)
     return 0
 
 
-def _warn_if_unrecognised(args: argparse.Namespace, events: Sequence[Event]) -> None:
+def _input_chunks(path: str) -> Iterator[bytes]:
+    """The input as it can be read: from a pipe, what has arrived (``read1``)."""
+    if path == "-":
+        if sys.stdin is None:  # started with stdin closed (`<&-`)
+            raise UniversalEventError("standard input is closed: give the input as FILE")
+        source: IO[bytes] = sys.stdin.buffer
+    else:
+        try:
+            source = open(path, "rb")
+        except OSError as exc:
+            raise UniversalEventError(f"cannot read input file {path!r}: {exc.strerror}") from exc
+    try:
+        while chunk := source.read1(_READ_CHUNK):  # type: ignore[attr-defined]
+            yield chunk
+    finally:
+        if path != "-":
+            source.close()
+
+
+_READ_CHUNK = 1 << 16
+
+
+def _warn_if_unrecognised(args: argparse.Namespace, count: int, unknown: int) -> None:
     """Input none of which the runtime's adapter recognised is kept all the same (as
     ``native/unknown``: never dropped), but is most likely another runtime's: say so."""
-    from universal_event.events import NativeUnknownEvent
-
-    if events and all(isinstance(event, NativeUnknownEvent) for event in events):
+    if count and unknown == count:
         print(
             f"universal-event: warning: nothing in {args.file or '-'} was recognised as "
-            f"{args.runtime} input ({len(events)} native/unknown events); is --from right?",
+            f"{args.runtime} input ({count} native/unknown events); is --from right?",
             file=sys.stderr,
         )
 
@@ -215,6 +244,7 @@ def _stored_session(store: Store, session_id: str) -> StoredSession:
 def cmd_import(args: argparse.Namespace) -> int:
     """Normalise a native input into a stored session; importing it again adds nothing
     (and once it has grown, only what is new: :func:`~universal_event.ingest.import_events`)."""
+    from universal_event.events import NativeUnknownEvent
     from universal_event.ingest import (
         REQUEST_RUNTIMES,
         append_imported,
@@ -224,7 +254,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     from universal_event.log import SessionLog
 
     events = import_events(args.runtime, _read_input(args.file))
-    _warn_if_unrecognised(args, events)
+    unknown = sum(isinstance(event, NativeUnknownEvent) for event in events)
+    _warn_if_unrecognised(args, len(events), unknown)
     store = _open_store(args)
     try:
         release = _hold_session(store, args.session)

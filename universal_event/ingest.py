@@ -8,7 +8,7 @@ from universal_event.derive import rename_surface_ids
 from universal_event.events import Event
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Iterator, Sequence
 
     from universal_event.log import SessionLog
     from universal_event.parts import AssistantPart
@@ -19,6 +19,7 @@ __all__ = [
     "append_request",
     "import_events",
     "normalize_bytes",
+    "normalize_stream",
     "parse_request_body",
     "with_stable_ids",
     "without_bom",
@@ -95,6 +96,32 @@ def parse_request_body(runtime: str, data: bytes) -> list[Event]:
         raise DecodeError("a request body must be a JSON object")
     events: list[Event] = importlib.import_module(REQUEST_RUNTIMES[runtime]).parse_request(body)
     return events
+
+
+def normalize_stream(runtime: str, chunks: Iterable[bytes]) -> Iterator[list[Event]]:
+    """Normalise a native input as it arrives: the events each chunk completes, when it
+    comes (a live stream piped in shows its events at once, each stamped on arrival),
+    then the input end's. The events are those :func:`normalize_bytes` gives the whole
+    input; a request body, one JSON document, is read whole first."""
+    if runtime in REQUEST_RUNTIMES:
+        yield normalize_bytes(runtime, b"".join(chunks))
+        return
+    from adapters import create_adapter
+
+    adapter = create_adapter(runtime)
+    start: bytes | None = b""  # the input's first bytes, until they tell a byte-order mark
+    for chunk in chunks:
+        if start is not None:
+            start += chunk
+            if len(start) < len(_BOM) and _BOM.startswith(start):
+                continue
+            chunk, start = without_bom(start), None
+        completed = adapter.feed(chunk)
+        if completed:
+            yield completed
+    if start:
+        yield adapter.feed(without_bom(start))
+    yield adapter.close()
 
 
 def import_events(runtime: str, data: bytes) -> list[Event]:
