@@ -228,12 +228,6 @@ def _open_session_store(args: argparse.Namespace, session_id: str) -> Store:
         raise SessionNotFoundError(session_id, str(exc)) from None
 
 
-def _open_log(store: Store, session_id: str) -> SessionLog:
-    from universal_event.log import SessionLog
-
-    return SessionLog.open(store, session_id, live=False)
-
-
 def _stored_session(store: Store, session_id: str) -> StoredSession:
     """What the model sees of the session, its events not kept (``derive``, ``render``)."""
     from universal_event.log import StoredSession
