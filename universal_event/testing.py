@@ -554,6 +554,30 @@ def check_runtime_named_late(make_store: StoreFactory, reopen: Reopen | None) ->
         assert again.session_info(session).runtime == "codex"
 
 
+def check_fork_names_its_own_runtime(make_store: StoreFactory, reopen: Reopen | None) -> None:
+    """A fork's runtime is the one its own events name: none when the parent's first
+    event naming one comes after the fork point (it took the parent's)."""
+    with _closing(make_store()) as store:
+        parent = _new_session_id("late-named")
+        anonymous = [
+            msgspec.structs.replace(event, source=None)
+            for event in sample_events(parent, 0, 150)  # past a page of a few rows
+        ]
+        store.append(parent, anonymous, expected_seq=0)
+        store.append(parent, sample_events(parent, 150, 2, runtime="codex"), expected_seq=150)
+        assert store.session_info(parent).runtime == "codex"
+        before, after = _new_session_id("before"), _new_session_id("after")
+        store.fork(parent, before, upto_seq=149)
+        store.fork(parent, after, upto_seq=150)
+        assert store.session_info(before).runtime is None
+        assert store.session_info(after).runtime == "codex"
+        named = _new_session_id("named")
+        store.append(named, sample_events(named, 0, 3, runtime="claude-code"), expected_seq=0)
+        child = _new_session_id("child")
+        store.fork(named, child, upto_seq=0)
+        assert store.session_info(child).runtime == "claude-code"
+
+
 def check_delete(make_store: StoreFactory, reopen: Reopen | None) -> None:
     """Delete removes a session whole; its id can start over; others stay."""
     with _closing(make_store()) as store:
@@ -724,6 +748,7 @@ CHECKS: dict[str, Check] = {
     "fork_edges": check_fork_edges,
     "fork_keeps_newer_fields": check_fork_keeps_newer_fields,
     "runtime_named_late": check_runtime_named_late,
+    "fork_names_its_own_runtime": check_fork_names_its_own_runtime,
     "delete": check_delete,
     "read_across_delete": check_read_across_delete,
     "tail": check_tail,

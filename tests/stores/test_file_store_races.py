@@ -347,7 +347,9 @@ def test_runtime_is_the_first_one_named_even_after_the_first_batch(
     assert store.session_info("r").runtime == "anthropic"
     assert [info.runtime for info in store.list_sessions()] == ["anthropic"]
     store.fork("r", "f", upto_seq=1)
-    assert store.session_info("f").runtime == "anthropic"
+    assert store.session_info("f").runtime is None  # its own events name none
+    store.fork("r", "g", upto_seq=3)
+    assert store.session_info("g").runtime == "anthropic"
     store.delete("r")
     store.append("r", sample_events("r", 0, 1, runtime="codex"), expected_seq=0)
     assert store.session_info("r").runtime == "codex"

@@ -69,6 +69,8 @@ __all__ = [
     "AppendSignal",
     "poll_tail",
     "runtime_of",
+    "runtime_of_payloads",
+    "LineSource",
     "session_info_of",
     "shown_id",
 ]
@@ -273,9 +275,37 @@ def encode_row_values(session_id: str, events: Sequence[EventBase], expected_seq
     return values
 
 
-def runtime_of(events: Sequence[EventBase]) -> str | None:
+def runtime_of(events: Iterable[EventBase]) -> str | None:
     """The runtime the first event that names one belongs to (``source.runtime``)."""
     return next((e.source.runtime for e in events if e.source is not None), None)
+
+
+class SourceRuntime(msgspec.Struct):
+    runtime: str | None = None
+
+
+class LineSource(msgspec.Struct):
+    """Just enough of a stored event to read its runtime."""
+
+    source: SourceRuntime | None = None
+
+
+_line_source_decoder = msgspec.json.Decoder(LineSource)
+
+
+def runtime_of_payloads(payloads: Iterable[bytes | bytearray | memoryview]) -> str | None:
+    """:func:`runtime_of` over stored events, each read only as far as its source. A
+    fork's child names the runtime its own events name: its parent's may be named only
+    after the fork point. One that does not decode is passed over (the copy reads
+    every event in full and reports damage)."""
+    for payload in payloads:
+        try:
+            source = _line_source_decoder.decode(payload).source
+        except msgspec.DecodeError:
+            continue
+        if source is not None:
+            return source.runtime
+    return None
 
 
 _SESSION_KEY = b'"session_id"'

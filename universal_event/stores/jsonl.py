@@ -56,7 +56,7 @@ import uuid
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import chain
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -77,6 +77,7 @@ from universal_event.stores._base import (
     AppendSignal,
     Batches,
     FileLiveLocks,
+    LineSource,
     LiveLocks,
     Rehoming,
     SessionInfo,
@@ -87,6 +88,7 @@ from universal_event.stores._base import (
     decode_stored,
     local_path,
     runtime_of,
+    runtime_of_payloads,
     session_file_stem,
     unstorable,
 )
@@ -127,23 +129,13 @@ class _LineHead(msgspec.Struct):
     seq: int | None = None
 
 
-class _SourceRuntime(msgspec.Struct):
-    runtime: str | None = None
-
-
-class _LineSource(msgspec.Struct):
-    """Just enough of an event line to read its runtime."""
-
-    source: _SourceRuntime | None = None
-
-
 _header_encoder = msgspec.json.Encoder()
 _lines_encoder = msgspec.json.Encoder()
 """``encode_lines`` in C: the same bytes as :func:`universal_event.codec.encode_lines`."""
 _header_decoder = msgspec.json.Decoder(_Header)
 _line_head_decoder = msgspec.json.Decoder(_LineHead)
-_sources_decoder = msgspec.json.Decoder(list[_LineSource])
-_source_decoder = msgspec.json.Decoder(_LineSource)
+_sources_decoder = msgspec.json.Decoder(list[LineSource])
+_source_decoder = msgspec.json.Decoder(LineSource)
 
 
 class _Position(msgspec.Struct):
@@ -375,6 +367,9 @@ class JsonlStore(TailByPolling, FileLiveLocks):
                     raise ConflictError(new_id, 0, latest + 1)
                 return  # nothing to copy: a session without events is none
             runtime = source.runtime or self._runtime(source_id, handle, header_line)
+            if runtime is not None:  # the child's own events may not name it yet
+                handle.seek(len(header_line))
+                runtime = runtime_of_payloads(islice(handle, last + 1))
             header = _Header(
                 session_id=new_id,
                 created=time.time(),

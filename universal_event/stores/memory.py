@@ -10,7 +10,7 @@ import msgspec
 
 from universal_event.errors import ConflictError, SessionNotFoundError, StoreURLError
 from universal_event.events import Event, EventBase
-from universal_event.stores._base import SessionInfo, check_batch, check_fork_point
+from universal_event.stores._base import SessionInfo, check_batch, check_fork_point, runtime_of
 
 __all__ = ["MemoryStore"]
 
@@ -91,7 +91,7 @@ class MemoryStore:
             now = time.time()
             self._info[new_id] = SessionInfo(
                 session_id=new_id,
-                runtime=self._info[source_id].runtime,
+                runtime=runtime_of(copied),
                 created=now,
                 last_activity=now,
                 event_count=len(copied),

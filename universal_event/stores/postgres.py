@@ -79,6 +79,7 @@ from universal_event.stores._base import (
     decode_rows,
     event_type,
     runtime_of,
+    runtime_of_payloads,
     session_info_of,
     shown_id,
     unstorable,
@@ -611,6 +612,8 @@ class PostgresStore:
                 raise SessionNotFoundError(source_id)
             runtime, event_count = source
             last = min(upto_seq, event_count - 1)
+            if runtime is not None:  # the child's own events may not name it yet
+                runtime = runtime_of_payloads(self._prefix_payloads(cur, source_id, last + 1))
             if last < 0:
                 # Nothing to copy, and a session without events is none: the child
                 # appears with its first append. Only an existing one conflicts.
@@ -632,6 +635,20 @@ class PostgresStore:
             copied = self._copy_events(conn, cur, source_id, new_id, last + 1)
             if copied != last + 1:  # the source is locked: only lost rows get here
                 raise CorruptEventError(source_id, copied, "missing from the events table")
+
+    def _prefix_payloads(
+        self, cur: psycopg.Cursor[Any], source_id: str, stop: int
+    ) -> Iterator[bytes]:
+        """The stored payloads of seqs ``0..stop-1``, a few at a time, as asked for."""
+        position = 0
+        while position < stop:
+            cur.execute(self._sql.read_rows, (source_id, position, stop, _PREFIX_ROWS))
+            rows = cur.fetchall()
+            if not rows:
+                return
+            for _seq, payload in rows:
+                yield payload
+            position = rows[-1][0] + 1
 
     def _copy_events(
         self,
@@ -992,6 +1009,8 @@ class PostgresStore:
         self._pool.close()
 
 
+_PREFIX_ROWS = 16
+"""Rows a fork reads at a time looking for its child's runtime (the first row, mostly)."""
 _SentPage = tuple["psycopg.Cursor[Any]", "psycopg.Cursor[Any]"]
 """A page's query and its session's created time, queued (see ``_send_page``)."""
 

@@ -67,6 +67,7 @@ from universal_event.stores._base import (
     encode_row_values,
     local_path,
     runtime_of,
+    runtime_of_payloads,
     session_info_of,
     unstorable,
 )
@@ -366,6 +367,7 @@ class SqliteStore(TailByPolling, FileLiveLocks):
             last = min(upto_seq, source.event_count - 1)
             if last < 0:
                 return  # nothing to copy: a session without events is none
+            runtime = source.runtime and runtime_of_payloads(self._payloads(source_id, last + 1))
             copied = self._copy_rows(source_id, new_id, last + 1)
             if copied != last + 1:
                 raise CorruptEventError(
@@ -375,7 +377,7 @@ class SqliteStore(TailByPolling, FileLiveLocks):
             self._conn.execute(
                 "INSERT OR REPLACE INTO sessions (session_id, runtime, created, last_activity, "
                 "event_count, parent_id, fork_seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (new_id, source.runtime, now, now, copied, source_id, copied - 1),
+                (new_id, runtime, now, now, copied, source_id, copied - 1),
             )
         self._appended.appended()
 
@@ -405,6 +407,17 @@ class SqliteStore(TailByPolling, FileLiveLocks):
             event_count, top_seq = self._conn.execute(_READ_END, (source_id, source_id)).fetchone()
             check_read_end(source_id, position, stop, event_count, top_seq)
         return position
+
+    def _payloads(self, source_id: str, stop: int) -> Iterator[bytes]:
+        """The stored payloads of seqs ``0..stop-1``, a page at a time, as asked for."""
+        position = 0
+        while position < stop:
+            rows = self._fork_rows(source_id, position, stop)
+            if not rows:
+                return
+            for _seq, _kind, _ts, payload in rows:
+                yield payload
+            position += len(rows)
 
     def _fork_rows(self, source_id: str, start: int, stop: int) -> list[tuple[Any, ...]]:
         """The next page of rows from ``start`` (below ``stop``) for a fork: ``(seq, type,
