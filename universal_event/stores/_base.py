@@ -745,11 +745,12 @@ class LiveLocks:
         "another writer" and held nothing, so the first one's close left a log still
         writing with no lock, and a repair from another process went through.
         """
-        key = os.path.abspath(self._path(session_id))
+        path = os.path.abspath(self._path(session_id))
+        key = (os.getpid(), path)  # a forked child holds none of its parent's locks
         with _process_holds_lock:
             held = _process_holds.get(key)
             if held is None:
-                release = self._take(Path(key))
+                release = self._take(Path(path))
                 if release is None:
                     return None
                 held = _process_holds[key] = [release, 0]
@@ -814,12 +815,12 @@ class FileLiveLocks:
         return self._live_locks is not None and self._live_locks.held_elsewhere(session_id)
 
 
-_process_holds: dict[str, list[Any]] = {}
-"""Lock file path → [its release, how many live logs of this process hold it]."""
+_process_holds: dict[tuple[int, str], list[Any]] = {}
+"""(process, lock file path) → [its release, how many live logs of the process hold it]."""
 _process_holds_lock = threading.Lock()
 
 
-def _shared_release(key: str) -> Callable[[], None]:
+def _shared_release(key: tuple[int, str]) -> Callable[[], None]:
     """One holder's release of a shared lock (once, however often it is called)."""
     released = False
 
