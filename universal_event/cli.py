@@ -63,14 +63,7 @@ def _store_url(args: argparse.Namespace) -> str:
 
 
 def _read_input(path: str) -> bytes:
-    if path == "-":
-        if sys.stdin is None:  # started with stdin closed (`<&-`)
-            raise UniversalEventError("standard input is closed: give the input as FILE")
-        return sys.stdin.buffer.read()
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise UniversalEventError(f"cannot read input file {path!r}: {exc.strerror}") from exc
+    return b"".join(_input_chunks(path))
 
 
 def _write_json(value: Any, out: IO[bytes] | None = None) -> None:
@@ -147,14 +140,11 @@ def _input_chunks(path: str) -> Iterator[bytes]:
         except OSError as exc:
             raise UniversalEventError(f"cannot read input file {path!r}: {exc.strerror}") from exc
     try:
-        while chunk := source.read1(_READ_CHUNK):  # type: ignore[attr-defined]
+        while chunk := source.read1(1 << 16):  # type: ignore[attr-defined]
             yield chunk
     finally:
         if path != "-":
             source.close()
-
-
-_READ_CHUNK = 1 << 16
 
 
 def _warn_if_unrecognised(args: argparse.Namespace, count: int, unknown: int) -> None:

@@ -58,26 +58,21 @@ def normalize_bytes(runtime: str, data: bytes) -> list[Event]:
     as an import numbers them) and the time it was read (a request has no times of its
     own).
     """
-    data = without_bom(data)
-    if runtime in REQUEST_RUNTIMES:
-        import time
-
-        import msgspec
-
-        now = time.time()
-        return [
-            msgspec.structs.replace(event, ts=event.ts or now)
-            for event in with_stable_ids(runtime, data, parse_request_body(runtime, data))
-        ]
-    from adapters import create_adapter
-
-    adapter = create_adapter(runtime)
-    events: list[Event] = []
     view = memoryview(data)
-    for offset in range(0, len(view), _CHUNK):
-        events.extend(adapter.feed(bytes(view[offset : offset + _CHUNK])))
-    events.extend(adapter.close())
-    return events
+    chunks = (bytes(view[offset : offset + _CHUNK]) for offset in range(0, len(view), _CHUNK))
+    return [event for events in normalize_stream(runtime, chunks) for event in events]
+
+
+def _request_events(runtime: str, data: bytes) -> list[Event]:
+    import time
+
+    import msgspec
+
+    now = time.time()
+    return [
+        msgspec.structs.replace(event, ts=event.ts or now)
+        for event in with_stable_ids(runtime, data, parse_request_body(runtime, data))
+    ]
 
 
 def parse_request_body(runtime: str, data: bytes) -> list[Event]:
@@ -101,10 +96,10 @@ def parse_request_body(runtime: str, data: bytes) -> list[Event]:
 def normalize_stream(runtime: str, chunks: Iterable[bytes]) -> Iterator[list[Event]]:
     """Normalise a native input as it arrives: the events each chunk completes, when it
     comes (a live stream piped in shows its events at once, each stamped on arrival),
-    then the input end's. The events are those :func:`normalize_bytes` gives the whole
-    input; a request body, one JSON document, is read whole first."""
+    then the input end's (:func:`normalize_bytes` is this over a whole input). A
+    request body, one JSON document, is read whole first."""
     if runtime in REQUEST_RUNTIMES:
-        yield normalize_bytes(runtime, b"".join(chunks))
+        yield _request_events(runtime, without_bom(b"".join(chunks)))
         return
     from adapters import create_adapter
 

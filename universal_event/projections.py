@@ -506,16 +506,16 @@ class Projections:
         A reducer that raises stops its own projection there (:meth:`get` then raises
         :class:`ProjectionError` naming the event); the event stays logged and the
         other projections see it: a bug in one view must not make an append fail
-        after the event was taken (a retry without an id would log it twice).
+        after the event was taken (a retry without an id would log it twice). The
+        caller holds the lock (the log feeds each event as it takes it, under its own).
         """
-        with self._lock:
-            failed = []
-            for name, reducer in self._reducers.items():
-                try:
-                    self._states[name] = reducer(self._states[name], event)
-                except Exception as exc:
-                    failure = self._failures[name] = ProjectionError(name, event.seq, exc)
-                    failure.__cause__ = exc
-                    failed.append(name)
-            for name in failed:
-                del self._reducers[name]
+        failed = []
+        for name, reducer in self._reducers.items():
+            try:
+                self._states[name] = reducer(self._states[name], event)
+            except Exception as exc:
+                failure = self._failures[name] = ProjectionError(name, event.seq, exc)
+                failure.__cause__ = exc
+                failed.append(name)
+        for name in failed:
+            del self._reducers[name]
